@@ -1,0 +1,71 @@
+"""The vectorized-environment protocol the Runner consumes.
+
+Every adapter (Isaac Lab, mjlab, Gymnasium, the embedded G1 task) produces exactly this, so the
+storage and the algorithm never see simulator-specific conventions.
+
+Contract, per ``step(actions)``:
+
+* ``obs``: observation groups after the step. ``"policy"`` is required, ``"critic"`` is optional
+  (privileged observations for an asymmetric critic). For envs that ended this step these are the
+  observations of the *new* episode (same-step auto-reset, as in Isaac Lab and mjlab).
+* ``reward`` ``[N]``: reward of the transition just taken.
+* ``terminated`` ``[N]`` bool: the MDP reached a terminal state (a fall). No bootstrap.
+* ``truncated`` ``[N]`` bool: an outside budget ran out (time limit). Bootstrap with ``V(final_obs)``.
+  Both may be true; then terminated wins (see :mod:`ppo_bootstrap.episode`).
+* ``final_env_ids`` ``[K]`` long: exactly the env ids with ``terminated | truncated``, ascending.
+* ``final_obs``: the true last observation of those envs, captured *before* their reset, with the
+  same groups as ``obs``; each tensor ``[K, ...]``, row ``k`` belongs to ``final_env_ids[k]``.
+* ``info``: free-form extras (episode statistics, termination causes, ...). Scalars or ``[N]``
+  tensors; the Runner logs keys under ``info["log"]`` as scalars.
+
+``reset()`` resets all envs and returns the initial observation groups. Envs reset only the
+``env_ids`` that ended; everything else is untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+ObsGroups = dict[str, torch.Tensor]
+"""Observation groups: ``{"policy": [N, D_pi], "critic": [N, D_vf] (optional)}``."""
+
+POLICY = "policy"
+CRITIC = "critic"
+
+
+@dataclass
+class StepResult:
+    """What one ``VecEnv.step`` returns. Shapes in the module docstring."""
+
+    obs: ObsGroups
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: ObsGroups
+    final_env_ids: torch.Tensor
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VecEnv(Protocol):
+    """A batch of ``num_envs`` environments stepped together on ``device``."""
+
+    num_envs: int
+    num_actions: int
+    device: torch.device
+
+    def reset(self) -> ObsGroups:
+        """Reset every env; return the initial observation groups."""
+        ...
+
+    def step(self, actions: torch.Tensor) -> StepResult:
+        """Apply ``actions`` ``[N, A]`` (float, on ``device``) and advance one policy step."""
+        ...
+
+
+def critic_obs(obs: ObsGroups) -> torch.Tensor:
+    """The critic's input: the privileged group when the env provides one, else the policy group."""
+    return obs.get(CRITIC, obs[POLICY])

@@ -1,0 +1,138 @@
+"""Episode-end semantics: the one place that says what terminated, truncated and reset mean.
+
+==============  ===========================  ===================================  ==================
+flag            meaning                      value target of that step            lambda-trace
+==============  ===========================  ===================================  ==================
+neither         episode goes on              ``r + gamma * V(s_{t+1})``           continues
+terminated      real terminal state (fall)   ``r``                                cut
+truncated       outside budget (time limit)  ``r + gamma * V(s_final)``           cut
+both            terminated wins              ``r``                                cut
+==============  ===========================  ===================================  ==================
+
+``s_final`` is the true last observation captured before the same-step reset, never the post-reset
+observation. Recurrent state resets on every done, but ``V(s_final)`` is evaluated with the
+pre-reset hidden state. Everything in the library (GAE, storage, recurrent policies, Runner
+statistics, evaluators) asks this module rather than re-deriving the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+
+class EpisodeProtocolError(ValueError):
+    """An env broke the step contract of :mod:`ppo_bootstrap.env`; the message names field and env ids."""
+
+
+def done_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """Episodes that ended this step, for any reason. Cuts the lambda-trace and resets memory."""
+    return terminated | truncated
+
+
+def bootstrap_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """Steps whose target bootstraps from ``V(s_final)``: truncated and not terminated."""
+    return truncated & ~terminated
+
+
+def continuation(terminated: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``1 - terminated`` as ``dtype``: the factor on ``gamma * V(next)`` in the TD error."""
+    return (~terminated).to(dtype)
+
+
+def assemble_next_values(
+    values: torch.Tensor,
+    last_values: torch.Tensor,
+    final_values: torch.Tensor,
+    final_steps: torch.Tensor,
+    final_env_ids: torch.Tensor,
+) -> torch.Tensor:
+    """Value of the true next state of every step.
+
+    Args:
+        values: ``[T, N, ...]`` ``V(s_t)`` as stored during the rollout.
+        last_values: ``[N, ...]`` ``V(s_T)``, the observation after the last step.
+        final_values: ``[K, ...]`` ``V(s_final)`` of every episode that ended inside the rollout.
+        final_steps: ``[K]`` long, the step ``t`` at which each of those episodes ended.
+        final_env_ids: ``[K]`` long, its env id.
+
+    Returns:
+        ``[T, N, ...]``: ``V(s_final)`` where an episode ended at ``t``, ``V(s_{t+1})`` otherwise,
+        ``last_values`` at ``t = T - 1``. Post-reset observations never leak into a target.
+    """
+    next_values = torch.cat([values[1:], last_values.unsqueeze(0)], dim=0)
+    next_values[final_steps, final_env_ids] = final_values.to(next_values.dtype)
+    return next_values
+
+
+def _ids(mask: torch.Tensor) -> list[int]:
+    return torch.nonzero(mask.reshape(mask.shape[0], -1).any(-1)).flatten().tolist()
+
+
+def _check_finite(name: str, value: torch.Tensor, row_env_ids: torch.Tensor | None = None) -> None:
+    if not value.is_floating_point():
+        return
+    bad = ~torch.isfinite(value)
+    if bad.any():
+        rows = _ids(bad)
+        env_ids = row_env_ids[rows].tolist() if row_env_ids is not None else rows
+        raise EpisodeProtocolError(f"{name} has NaN or inf for env ids {env_ids}")
+
+
+def validate_step(
+    num_envs: int,
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    obs: Mapping[str, torch.Tensor],
+    final_obs: Mapping[str, torch.Tensor],
+    final_env_ids: torch.Tensor,
+) -> None:
+    """Check one step against the env contract; raise :class:`EpisodeProtocolError` naming field and env ids.
+
+    Costs a host synchronisation, so the Runner lets users switch it off on GPU once an env is trusted.
+    """
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if flag.dtype != torch.bool:
+            raise EpisodeProtocolError(f"{name} must be a bool tensor, got dtype {flag.dtype}")
+        if tuple(flag.shape) != (num_envs,):
+            raise EpisodeProtocolError(f"{name} must have shape ({num_envs},), got {tuple(flag.shape)}")
+    if tuple(reward.shape) != (num_envs,):
+        raise EpisodeProtocolError(f"reward must have shape ({num_envs},), got {tuple(reward.shape)}")
+    _check_finite("reward", reward)
+    for group, value in obs.items():
+        if value.shape[0] != num_envs:
+            raise EpisodeProtocolError(f"obs[{group!r}] has {value.shape[0]} rows for {num_envs} envs")
+        _check_finite(f"obs[{group!r}]", value)
+
+    if final_env_ids.dim() != 1 or final_env_ids.dtype not in (torch.int32, torch.int64):
+        raise EpisodeProtocolError(
+            f"final_env_ids must be a 1-D integer tensor, got {final_env_ids.dtype} {tuple(final_env_ids.shape)}"
+        )
+    done = done_mask(terminated, truncated)
+    expected = torch.nonzero(done).flatten()
+    reported = final_env_ids.to(expected.device)
+    if not torch.equal(reported, expected):
+        reported_set, expected_set = set(reported.tolist()), set(expected.tolist())
+        missing = sorted(expected_set - reported_set)
+        extra = sorted(reported_set - expected_set)
+        if missing:
+            raise EpisodeProtocolError(f"final_obs missing for env ids {missing} that ended this step")
+        if extra:
+            raise EpisodeProtocolError(f"final_obs given for env ids {extra} that did not end this step")
+        raise EpisodeProtocolError(
+            f"final_env_ids must list each ended env once, in ascending order; got {reported.tolist()}"
+        )
+    if set(final_obs) != set(obs):
+        raise EpisodeProtocolError(
+            f"final_obs groups {sorted(final_obs)} differ from obs groups {sorted(obs)} "
+            f"(env ids {expected.tolist()})"
+        )
+    for group, value in final_obs.items():
+        if value.shape[0] != expected.numel() or value.shape[1:] != obs[group].shape[1:]:
+            raise EpisodeProtocolError(
+                f"final_obs[{group!r}] has shape {tuple(value.shape)}; expected "
+                f"({expected.numel()}, *{tuple(obs[group].shape[1:])}) for env ids {expected.tolist()}"
+            )
+        _check_finite(f"final_obs[{group!r}]", value, final_env_ids)

@@ -1,0 +1,178 @@
+"""Proximal Policy Optimization with exact timeout bootstrapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, critic_obs
+from ppo_bootstrap.episode import assemble_next_values, bootstrap_mask
+from ppo_bootstrap.gae import compute_gae
+from ppo_bootstrap.modules.actor_critic import ActorCritic, State
+from ppo_bootstrap.storage import RolloutStorage
+
+TimeoutBootstrap = Literal["exact", "state_value", "none"]
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyper-parameters; defaults are the ones legged-robot users know from rsl_rl / Isaac Lab."""
+
+    num_learning_epochs: int = 5
+    num_mini_batches: int = 4
+    clip_param: float = 0.2
+    gamma: float = 0.99
+    lam: float = 0.95
+    value_loss_coef: float = 1.0
+    use_clipped_value_loss: bool = True
+    entropy_coef: float = 0.008
+    learning_rate: float = 1e-3
+    max_grad_norm: float = 1.0
+    schedule: Literal["adaptive", "fixed"] = "adaptive"
+    """``adaptive``: scale the learning rate by 1.5 to keep the KL near ``desired_kl``."""
+    desired_kl: float = 0.01
+    min_learning_rate: float = 1e-5
+    max_learning_rate: float = 1e-2
+    normalize_advantage: bool = True
+    timeout_bootstrap: TimeoutBootstrap = "exact"
+    """How truncated steps are valued. ``exact``: ``r + gamma * V(s_final)`` (this library).
+    ``state_value``: ``r + gamma * V(s_t)`` (rsl_rl's approximation). ``none``: ``r``, the
+    timeout treated as a fall. The last two exist for comparisons."""
+
+    def __post_init__(self) -> None:
+        if self.timeout_bootstrap not in ("exact", "state_value", "none"):
+            raise ValueError(f"timeout_bootstrap must be 'exact', 'state_value' or 'none', got {self.timeout_bootstrap!r}")
+        if self.schedule not in ("adaptive", "fixed"):
+            raise ValueError(f"schedule must be 'adaptive' or 'fixed', got {self.schedule!r}")
+        for name in ("num_learning_epochs", "num_mini_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.lam <= 1.0):
+            raise ValueError(f"gamma and lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+
+
+class PPO:
+    """The learner: value targets from a finished rollout, then clipped-surrogate updates."""
+
+    def __init__(self, policy: ActorCritic, cfg: PPOConfig, device: torch.device | str = "cpu") -> None:
+        self.policy = policy
+        self.cfg = cfg
+        self.device = torch.device(device)
+        self.learning_rate = cfg.learning_rate
+        fused = {"fused": True} if self.device.type == "cuda" else {}
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, **fused)
+
+    @torch.no_grad()
+    def final_values(self, terminal, values: torch.Tensor) -> torch.Tensor:
+        """``V(s_final)`` ``[K]`` for the terminal rows of a rollout, in one batched critic pass.
+
+        The critic input is normalized by the same normalizer as every other observation; a
+        recurrent critic starts from the state stored before the reset.
+        """
+        if self.cfg.timeout_bootstrap == "state_value":
+            return values[terminal["step"], terminal["env_id"]]  # rsl_rl: V(s_t) stands in
+        obs = terminal["obs"]
+        state = terminal["critic_state"].transpose(0, 1) if "critic_state" in terminal.keys() else None
+        group = obs[CRITIC] if CRITIC in obs.keys() else obs[POLICY]
+        return self.policy.value(group, state)[0]
+
+    @torch.no_grad()
+    def compute_returns(self, storage: RolloutStorage, last_obs: ObsGroups, last_critic_state: State) -> dict[str, float]:
+        """Fill ``advantages`` / ``returns`` of ``storage``; return statistics of the rollout's ends."""
+        data = storage.data
+        terminal = storage.finish()
+        values = data["values"]
+        fell, truncated = data["terminated"], data["truncated"]
+        last_values = self.policy.value(critic_obs(last_obs), last_critic_state)[0]
+        if terminal is None:
+            next_values = torch.cat([values[1:], last_values.unsqueeze(0)], dim=0)
+            final_values = values.new_zeros(0)
+        else:
+            final_values = self.final_values(terminal, values)
+            next_values = assemble_next_values(values, last_values, final_values, terminal["step"], terminal["env_id"])
+        # "none" is the timeout-as-fall baseline: no bootstrap and the trace cut, exactly as a fall.
+        terminated = fell | truncated if self.cfg.timeout_bootstrap == "none" else fell
+        advantages, returns = compute_gae(
+            data["rewards"], values, next_values, terminated, truncated, self.cfg.gamma, self.cfg.lam
+        )
+        if self.cfg.normalize_advantage:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        storage.set_returns(advantages, returns)
+
+        stats = {"episodes/terminated": float(fell.sum()), "episodes/truncated_only": 0.0, "timeout_bootstrap/mean": 0.0}
+        if terminal is not None:
+            boot = bootstrap_mask(fell, truncated)[terminal["step"], terminal["env_id"]]
+            stats["episodes/truncated_only"] = float(boot.sum())
+            if boot.any() and self.cfg.timeout_bootstrap != "none":
+                stats["timeout_bootstrap/mean"] = float(self.cfg.gamma * final_values[boot].mean())
+        return stats
+
+    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
+        """``num_learning_epochs`` x ``num_mini_batches`` gradient steps; mean losses and the final lr."""
+        cfg = self.cfg
+        totals = {"loss/value": 0.0, "loss/surrogate": 0.0, "loss/entropy": 0.0, "policy/kl": 0.0}
+        n_updates = 0
+        for _ in range(cfg.num_learning_epochs):
+            for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
+                dist, values = self.policy.evaluate(batch["obs", POLICY], critic_obs(batch["obs"]), states, starts)
+                log_probs = dist.log_prob(batch["actions"]).sum(-1)
+                entropy = dist.entropy().sum(-1)
+
+                with torch.no_grad():
+                    kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
+                if cfg.schedule == "adaptive":
+                    self._adapt_learning_rate(kl)
+
+                ratio = torch.exp(log_probs - batch["log_probs"])
+                adv = batch["advantages"]
+                surrogate = -torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param)).mean()
+                returns = batch["returns"]
+                if cfg.use_clipped_value_loss:
+                    clipped = batch["values"] + (values - batch["values"]).clamp(-cfg.clip_param, cfg.clip_param)
+                    value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()
+                else:
+                    value_loss = ((values - returns) ** 2).mean()
+                loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy.mean()
+
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+
+                totals["loss/value"] += value_loss.item()
+                totals["loss/surrogate"] += surrogate.item()
+                totals["loss/entropy"] += entropy.mean().item()
+                totals["policy/kl"] += kl.item()
+                n_updates += 1
+        out = {k: v / n_updates for k, v in totals.items()}
+        out["policy/learning_rate"] = self.learning_rate
+        return out
+
+    def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
+        cfg = self.cfg
+        kl_value = kl.item()
+        if kl_value > 2.0 * cfg.desired_kl:
+            self.learning_rate = max(cfg.min_learning_rate, self.learning_rate / 1.5)
+        elif 0.0 < kl_value < cfg.desired_kl / 2.0:
+            self.learning_rate = min(cfg.max_learning_rate, self.learning_rate * 1.5)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.learning_rate = state["learning_rate"]
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+
+def _gaussian_kl(mu0: torch.Tensor, std0: torch.Tensor, mu1: torch.Tensor, std1: torch.Tensor) -> torch.Tensor:
+    """``KL(N(mu0, std0) || N(mu1, std1))`` summed over the action dim: ``[B, A]`` -> ``[B]``."""
+    return (
+        torch.log(std1 / std0) + (std0.square() + (mu0 - mu1).square()) / (2.0 * std1.square()) - 0.5
+    ).sum(-1)

@@ -1,0 +1,280 @@
+"""The on-policy Runner: collect a rollout, compute exact value targets, update, log, checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
+from ppo_bootstrap.episode import done_mask, validate_step
+from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
+from ppo_bootstrap.ppo import PPO, PPOConfig
+from ppo_bootstrap.storage import RolloutStorage
+
+
+@dataclass
+class RunnerConfig:
+    """Everything the Runner needs besides the env.
+
+    Attributes:
+        num_steps_per_env: rollout length ``T`` per iteration.
+        save_interval: write ``model_<iteration>.pt`` into ``log_dir`` every this many iterations
+            (and after the last one); 0 disables periodic checkpoints.
+        log_dir: TensorBoard logs and checkpoints; ``None`` writes nothing.
+        seed: seeds torch, numpy and ``random`` at construction.
+        validate_env_output: check every step against the env contract (shapes, flags, final
+            observations, NaN/inf) and raise naming field and env ids. Costs a host sync per step.
+        console: print a progress block per iteration.
+    """
+
+    num_steps_per_env: int = 24
+    save_interval: int = 50
+    log_dir: str | None = None
+    seed: int = 0
+    validate_env_output: bool = True
+    console: bool = True
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+
+    def __post_init__(self) -> None:
+        if self.num_steps_per_env < 1:
+            raise ValueError(f"num_steps_per_env must be >= 1, got {self.num_steps_per_env}")
+        if self.save_interval < 0:
+            raise ValueError(f"save_interval must be >= 0, got {self.save_interval}")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Runner:
+    """Trains a :class:`~ppo_bootstrap.modules.actor_critic.ActorCritic` on a :class:`~ppo_bootstrap.env.VecEnv` with PPO.
+
+    Example::
+
+        runner = Runner(env, RunnerConfig(log_dir="runs/g1"))
+        runner.learn(1500)
+        runner.export_onnx("policy.onnx")
+    """
+
+    def __init__(self, env: VecEnv, cfg: RunnerConfig | None = None, device: str | torch.device | None = None) -> None:
+        self.env = env
+        self.cfg = cfg or RunnerConfig()
+        self.device = torch.device(device) if device is not None else torch.device(env.device)
+        seed_everything(self.cfg.seed)
+        self.generator = torch.Generator().manual_seed(self.cfg.seed)
+
+        self.obs = self._to_device(env.reset())
+        if POLICY not in self.obs:
+            raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
+        policy_dim = self.obs[POLICY].shape[-1]
+        critic_dim = critic_obs(self.obs).shape[-1]
+        self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
+        self.alg = PPO(self.policy, self.cfg.ppo, self.device)
+        self.storage = RolloutStorage(
+            self.cfg.num_steps_per_env,
+            env.num_envs,
+            {g: tuple(v.shape[1:]) for g, v in self.obs.items()},
+            env.num_actions,
+            self.device,
+        )
+        self.states: tuple[State, State] = self.policy.initial_state(env.num_envs, self.device)
+        self.iteration = 0
+        self.total_steps = 0
+        self.episode_return = torch.zeros(env.num_envs, device=self.device)
+        self.episode_length = torch.zeros(env.num_envs, device=self.device)
+        self._writer = None
+
+    # ------------------------------------------------------------------ collection
+    def _to_device(self, obs: ObsGroups) -> ObsGroups:
+        return {k: v.to(self.device) for k, v in obs.items()}
+
+    @torch.no_grad()
+    def _collect(self) -> dict[str, float]:
+        """One rollout into ``self.storage``; returns episode statistics of this rollout."""
+        env, storage, policy = self.env, self.storage, self.policy
+        storage.start(self.states)
+        actor_state, critic_state = self.states
+        ended_return = torch.zeros((), device=self.device)
+        ended_length = torch.zeros((), device=self.device)
+        ended = torch.zeros((), device=self.device)
+        info_sums: dict[str, float] = {}
+        for _ in range(self.cfg.num_steps_per_env):
+            policy_obs, value_obs = self.obs[POLICY], critic_obs(self.obs)
+            dist, actor_state = policy.act(policy_obs, actor_state)
+            actions = dist.sample()
+            values, critic_state = policy.value(value_obs, critic_state)
+            result: StepResult = env.step(actions)
+            if self.cfg.validate_env_output:
+                validate_step(
+                    env.num_envs, result.reward, result.terminated, result.truncated,
+                    result.obs, result.final_obs, result.final_env_ids,
+                )
+            reward = result.reward.to(self.device)
+            terminated, truncated = result.terminated.to(self.device), result.truncated.to(self.device)
+            storage.add(
+                self.obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values,
+                reward, terminated, truncated, self._to_device(result.final_obs), result.final_env_ids,
+                critic_state,  # before the reset below: V(s_final) continues this episode's memory
+            )
+
+            done = done_mask(terminated, truncated)
+            keep = (~done).to(torch.float32)
+            actor_state = actor_state * keep.view(1, -1, 1) if actor_state is not None else None
+            critic_state = critic_state * keep.view(1, -1, 1) if critic_state is not None else None
+
+            self.episode_return += reward
+            self.episode_length += 1
+            ended_return += (self.episode_return * done).sum()
+            ended_length += (self.episode_length * done).sum()
+            ended += done.sum()
+            self.episode_return *= keep
+            self.episode_length *= keep
+            for key, value in result.info.get("log", {}).items():
+                info_sums[key] = info_sums.get(key, 0.0) + float(value)
+            self.obs = self._to_device(result.obs)
+        self.states = (actor_state, critic_state)
+        self.total_steps += self.cfg.num_steps_per_env * env.num_envs
+        n = float(ended)
+        stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.items()}
+        stats["episodes/ended"] = n
+        if n:
+            stats["episodes/mean_return"] = float(ended_return) / n
+            stats["episodes/mean_length"] = float(ended_length) / n
+        return stats
+
+    # ------------------------------------------------------------------ training
+    def learn(self, iterations: int) -> None:
+        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`)."""
+        self.policy.train()
+        start_iteration = self.iteration
+        for _ in range(iterations):
+            t0 = time.perf_counter()
+            stats = self._collect()
+            stats.update(self.alg.compute_returns(self.storage, self.obs, self.states[1]))
+            t1 = time.perf_counter()
+            stats.update(self.alg.update(self.storage, self.generator))
+            # Normalizer statistics move once per iteration, after the update: every value of a
+            # rollout (stored, last and final) and every ratio of its update share one normalization.
+            obs = self.storage.data["obs"]
+            self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
+            t2 = time.perf_counter()
+            self.iteration += 1
+            stats["perf/collection_s"] = t1 - t0
+            stats["perf/learning_s"] = t2 - t1
+            stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs / (t2 - t0)
+            self._log(stats, start_iteration + iterations)
+            self.last_stats = stats
+            if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
+                self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+        if self.cfg.log_dir and iterations > 0:
+            self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+
+    def _log(self, stats: dict[str, float], final_iteration: int) -> None:
+        if self.cfg.log_dir:
+            if self._writer is None:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(log_dir=self.cfg.log_dir)
+            for key, value in stats.items():
+                self._writer.add_scalar(key, value, self.iteration)
+        if self.cfg.console:
+            print(format_progress(self.iteration, final_iteration, self.total_steps, stats), flush=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        env_state = self.env.state_dict() if hasattr(self.env, "state_dict") else None
+        return {
+            "iteration": self.iteration,
+            "total_steps": self.total_steps,
+            "policy": self.policy.state_dict(),
+            "ppo": self.alg.state_dict(),
+            "config": dataclasses.asdict(self.cfg),
+            "obs": self.obs,
+            "states": self.states,
+            "episode_return": self.episode_return,
+            "episode_length": self.episode_length,
+            "env": env_state,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "numpy": np.random.get_state(),
+                "python": random.getstate(),
+                "generator": self.generator.get_state(),
+            },
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a checkpoint atomically: a crash mid-save leaves the previous file at ``path`` intact."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        with open(tmp, "wb") as f:
+            torch.save(self.state_dict(), f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
+        """Restore a checkpoint; training continues exactly where it stopped (env state included
+        when the env provides ``state_dict``/``load_state_dict``)."""
+        ckpt = torch.load(path, map_location=self.device, weights_only=False)
+        self.policy.load_state_dict(ckpt["policy"])
+        if load_optimizer:
+            self.alg.load_state_dict(ckpt["ppo"])
+        self.iteration = ckpt["iteration"]
+        self.total_steps = ckpt["total_steps"]
+        self.obs = ckpt["obs"]
+        self.states = ckpt["states"]
+        self.episode_return = ckpt["episode_return"]
+        self.episode_length = ckpt["episode_length"]
+        if ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):
+            self.env.load_state_dict(ckpt["env"])
+        rng = ckpt["rng"]
+        torch.set_rng_state(rng["torch"].cpu())
+        if rng["cuda"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+        self.generator.set_state(rng["generator"].cpu())
+
+    def export_onnx(self, path: str | os.PathLike) -> None:
+        """Export the deterministic actor (normalizer included) to ONNX.
+
+        Feed-forward: input ``obs`` ``[B, D]`` -> ``actions`` ``[B, A]``. Recurrent: inputs ``obs``
+        and ``state_in`` ``[S, B, H]`` -> ``actions`` and ``state_out``.
+        """
+        from ppo_bootstrap.export import export_actor_onnx
+
+        export_actor_onnx(self.policy, self.obs[POLICY].shape[-1], path)
+
+
+def format_progress(iteration: int, final_iteration: int, total_steps: int, stats: dict[str, float]) -> str:
+    """The console block printed after each iteration."""
+    width = 72
+    title = f" iteration {iteration}/{final_iteration} "
+    lines = [title.center(width, "#")]
+    rows = [
+        ("steps/s", f"{stats['perf/steps_per_s']:.0f}  (collect {stats['perf/collection_s']:.2f} s, learn {stats['perf/learning_s']:.2f} s)"),
+        ("total env steps", f"{total_steps}"),
+        ("value loss", f"{stats['loss/value']:.4f}"),
+        ("surrogate loss", f"{stats['loss/surrogate']:.4f}"),
+        ("entropy / kl / lr", f"{stats['loss/entropy']:.3f} / {stats['policy/kl']:.4f} / {stats['policy/learning_rate']:.2e}"),
+        ("episodes ended", f"{stats['episodes/ended']:.0f}: {stats['episodes/terminated']:.0f} terminated, {stats['episodes/truncated_only']:.0f} timeouts"),
+        ("timeout bootstrap (mean)", f"{stats['timeout_bootstrap/mean']:.3f}"),
+    ]
+    if "episodes/mean_return" in stats:
+        rows.append(("episode return / length", f"{stats['episodes/mean_return']:.3f} / {stats['episodes/mean_length']:.1f}"))
+    rows += [(k.removeprefix("env/"), f"{v:.4f}") for k, v in stats.items() if k.startswith("env/")]
+    lines += [f"{name:>26}: {value}" for name, value in rows]
+    return "\n".join(lines)

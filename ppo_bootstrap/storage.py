@@ -1,0 +1,165 @@
+"""Rollout storage that keeps terminated, truncated and the true final observation apart.
+
+Per-step data lives in a :class:`tensordict.TensorDict` of batch ``[T, N]``. Terminal observations
+are stored compactly: only the rows of envs that ended, ``[K]`` in all, with the step and env id
+they belong to (and, for recurrent critics, the critic state from *before* the reset). A 4096-env,
+24-step rollout with a handful of ends per step thus adds a few hundred rows, not a second
+``[T, N]`` observation buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from tensordict import TensorDict
+
+from ppo_bootstrap.env import ObsGroups
+from ppo_bootstrap.episode import done_mask
+from ppo_bootstrap.modules.actor_critic import State
+
+
+class RolloutStorage:
+    """Transitions of one rollout of ``num_steps`` x ``num_envs``.
+
+    Fields of :attr:`data` (batch ``[T, N]``): ``obs/<group>`` ``[T, N, D_g]``, ``actions``,
+    ``action_mean``, ``action_std`` ``[T, N, A]``, ``log_probs``, ``values``, ``rewards`` ``[T, N]``,
+    ``terminated``, ``truncated`` ``[T, N]`` bool; after :meth:`set_returns` also ``advantages`` and
+    ``returns`` ``[T, N]``.
+    """
+
+    def __init__(
+        self,
+        num_steps: int,
+        num_envs: int,
+        obs_shapes: dict[str, tuple[int, ...]],
+        num_actions: int,
+        device: torch.device | str,
+    ) -> None:
+        self.num_steps = num_steps
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        T, N, A = num_steps, num_envs, num_actions
+
+        def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros(T, N, *shape, dtype=dtype, device=self.device)
+
+        self.data = TensorDict(
+            {
+                "obs": TensorDict({g: zeros(*s) for g, s in obs_shapes.items()}, batch_size=[T, N]),
+                "actions": zeros(A),
+                "action_mean": zeros(A),
+                "action_std": zeros(A),
+                "log_probs": zeros(),
+                "values": zeros(),
+                "rewards": zeros(),
+                "terminated": zeros(dtype=torch.bool),
+                "truncated": zeros(dtype=torch.bool),
+                "advantages": zeros(),
+                "returns": zeros(),
+            },
+            batch_size=[T, N],
+            device=self.device,
+        )
+        self.initial_states: tuple[State, State] = (None, None)
+        self.step = 0
+        self._terminal: list[TensorDict] = []
+        self.terminal: TensorDict | None = None
+
+    def start(self, states: tuple[State, State]) -> None:
+        """Begin a rollout; ``states`` are the (actor, critic) recurrent states before its first step."""
+        self.step = 0
+        self._terminal.clear()
+        self.terminal = None
+        self.initial_states = tuple(s.clone() if s is not None else None for s in states)  # type: ignore[assignment]
+
+    def add(
+        self,
+        obs: ObsGroups,
+        actions: torch.Tensor,
+        action_mean: torch.Tensor,
+        action_std: torch.Tensor,
+        log_probs: torch.Tensor,
+        values: torch.Tensor,
+        rewards: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        final_obs: ObsGroups,
+        final_env_ids: torch.Tensor,
+        final_critic_state: State,
+    ) -> None:
+        """Record step ``t``: the obs acted on, what was done, and how each episode ended.
+
+        ``final_obs`` rows ``[K, D_g]`` belong to ``final_env_ids`` ``[K]``; ``final_critic_state``
+        is the critic state ``[S, N, H]`` after step ``t`` and before any reset (``None`` for MLPs).
+        """
+        if self.step >= self.num_steps:
+            raise RuntimeError(f"rollout storage is full ({self.num_steps} steps); call start() first")
+        t = self.step
+        row = self.data[t]
+        for group, value in obs.items():
+            row["obs", group].copy_(value)
+        row["actions"].copy_(actions)
+        row["action_mean"].copy_(action_mean)
+        row["action_std"].copy_(action_std)
+        row["log_probs"].copy_(log_probs)
+        row["values"].copy_(values)
+        row["rewards"].copy_(rewards)
+        row["terminated"].copy_(terminated)
+        row["truncated"].copy_(truncated)
+        k = final_env_ids.numel()
+        if k:
+            ids = final_env_ids.to(device=self.device, dtype=torch.long)
+            entry = {
+                "obs": TensorDict({g: v.to(self.device) for g, v in final_obs.items()}, batch_size=[k]),
+                "step": torch.full((k,), t, dtype=torch.long, device=self.device),
+                "env_id": ids,
+            }
+            if final_critic_state is not None:
+                entry["critic_state"] = final_critic_state[:, ids].transpose(0, 1).clone()
+            self._terminal.append(TensorDict(entry, batch_size=[k], device=self.device))
+        self.step += 1
+
+    def finish(self) -> TensorDict | None:
+        """Close the rollout; return the terminal rows as one TensorDict of batch ``[K]`` (or ``None``)."""
+        if self.step != self.num_steps:
+            raise RuntimeError(f"rollout has {self.step} of {self.num_steps} steps")
+        self.terminal = torch.cat(self._terminal, dim=0) if self._terminal else None
+        self._terminal.clear()
+        return self.terminal
+
+    def set_returns(self, advantages: torch.Tensor, returns: torch.Tensor) -> None:
+        self.data["advantages"].copy_(advantages)
+        self.data["returns"].copy_(returns)
+
+    def episode_starts(self) -> torch.Tensor:
+        """``[T, N]`` bool: step ``t`` is the first of a new episode (an end at ``t - 1``)."""
+        starts = torch.zeros_like(self.data["terminated"])
+        starts[1:] = done_mask(self.data["terminated"][:-1], self.data["truncated"][:-1])
+        return starts
+
+    def mini_batches(
+        self, num_mini_batches: int, generator: torch.Generator | None = None
+    ) -> Iterator[tuple[TensorDict, tuple[State, State], torch.Tensor | None]]:
+        """One epoch of mini-batches: ``(batch, initial_states, starts)``.
+
+        Feed-forward (no recurrent state stored): shuffled samples, batch ``[B]``, states ``(None, None)``
+        and ``starts`` ``None``. Recurrent: whole env columns, batch ``[T, B_env]``, with each
+        column's state before step 0 and its episode starts, so no hidden state crosses an episode end.
+        """
+        recurrent = any(s is not None for s in self.initial_states)
+        n = self.num_envs if recurrent else self.num_steps * self.num_envs
+        if n % num_mini_batches:
+            raise ValueError(f"{n} {'envs' if recurrent else 'samples'} do not split into {num_mini_batches} mini-batches")
+        size = n // num_mini_batches
+        perm = torch.randperm(n, generator=generator, device="cpu").to(self.device)
+        if not recurrent:
+            flat = self.data.reshape(-1)
+            for i in range(num_mini_batches):
+                yield flat[perm[i * size : (i + 1) * size]], (None, None), None
+            return
+        starts = self.episode_starts()
+        for i in range(num_mini_batches):
+            idx = perm[i * size : (i + 1) * size]
+            states = tuple(s[:, idx] if s is not None else None for s in self.initial_states)
+            yield self.data[:, idx], states, starts[:, idx]  # type: ignore[misc]
