@@ -179,8 +179,8 @@ class ActorCritic(nn.Module):
 
     def act_inference(self, policy_obs: torch.Tensor, state: State = None) -> tuple[torch.Tensor, State]:
         """Deterministic action (the mean) ``[N, A]`` and the next actor state."""
-        dist, state = self.act(policy_obs, state)
-        return dist.mean, state
+        out, state = self.actor.step(policy_obs, state)
+        return out[..., : self.num_actions], state
 
     def value(self, critic_obs: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """One step of the critic: ``V`` ``[N]`` and the next critic state."""
