@@ -8,6 +8,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from ppo_bootstrap import distributed
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, critic_obs
 from ppo_bootstrap.episode import assemble_next_values, bootstrap_mask
 from ppo_bootstrap.gae import compute_gae
@@ -99,7 +100,7 @@ class PPO:
             data["rewards"], values, next_values, terminated, truncated, self.cfg.gamma, self.cfg.lam
         )
         if self.cfg.normalize_advantage:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            advantages = normalize_global(advantages)
         storage.set_returns(advantages, returns)
 
         stats = {"episodes/terminated": float(fell.sum()), "episodes/truncated_only": 0.0, "timeout_bootstrap/mean": 0.0}
@@ -123,6 +124,7 @@ class PPO:
 
                 with torch.no_grad():
                     kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
+                    distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
                 if cfg.schedule == "adaptive":
                     self._adapt_learning_rate(kl)
 
@@ -139,6 +141,7 @@ class PPO:
 
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                distributed.average_gradients_(self.policy.parameters())
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
 
@@ -169,6 +172,15 @@ class PPO:
         self.learning_rate = state["learning_rate"]
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate
+
+
+def normalize_global(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``(x - mean) / (std + eps)`` with mean and (unbiased) std over every element on every rank."""
+    moments = torch.stack([x.new_tensor(x.numel(), dtype=torch.float64), x.double().sum(), x.double().square().sum()])
+    n, total, total_sq = distributed.all_reduce_sum_(moments)
+    mean = total / n
+    var = (total_sq - n * mean * mean) / (n - 1).clamp_min(1.0)
+    return (x - mean.to(x.dtype)) / (var.clamp_min(0.0).sqrt().to(x.dtype) + eps)
 
 
 def _gaussian_kl(mu0: torch.Tensor, std0: torch.Tensor, mu1: torch.Tensor, std1: torch.Tensor) -> torch.Tensor:

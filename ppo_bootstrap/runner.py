@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ppo_bootstrap import distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
 from ppo_bootstrap.episode import done_mask, validate_step
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
@@ -71,7 +72,10 @@ class Runner:
         self.env = env
         self.cfg = cfg or RunnerConfig()
         self.device = torch.device(device) if device is not None else torch.device(env.device)
-        seed_everything(self.cfg.seed)
+        self.rank, self.world_size = distributed.rank(), distributed.world_size()
+        # Ranks explore with different noise; the parameters are made identical by the broadcast below.
+        seed_everything(self.cfg.seed + self.rank)
+        # One mini-batch order everywhere keeps the ranks' updates in lock step.
         self.generator = torch.Generator().manual_seed(self.cfg.seed)
 
         self.obs = self._to_device(env.reset())
@@ -80,6 +84,7 @@ class Runner:
         policy_dim = self.obs[POLICY].shape[-1]
         critic_dim = critic_obs(self.obs).shape[-1]
         self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
+        distributed.broadcast_module_(self.policy)
         self.alg = PPO(self.policy, self.cfg.ppo, self.device)
         self.storage = RolloutStorage(
             self.cfg.num_steps_per_env,
@@ -172,15 +177,17 @@ class Runner:
             self.iteration += 1
             stats["perf/collection_s"] = t1 - t0
             stats["perf/learning_s"] = t2 - t1
-            stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs / (t2 - t0)
+            stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
             self._log(stats, start_iteration + iterations)
             self.last_stats = stats
-            if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
+            if self.rank == 0 and self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
                 self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
-        if self.cfg.log_dir and iterations > 0:
+        if self.rank == 0 and self.cfg.log_dir and iterations > 0:
             self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
 
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
+        if self.rank != 0:
+            return
         if self.cfg.log_dir:
             if self._writer is None:
                 from torch.utils.tensorboard import SummaryWriter
@@ -197,6 +204,7 @@ class Runner:
         return {
             "iteration": self.iteration,
             "total_steps": self.total_steps,
+            "world_size": self.world_size,
             "policy": self.policy.state_dict(),
             "ppo": self.alg.state_dict(),
             "config": dataclasses.asdict(self.cfg),
@@ -215,7 +223,12 @@ class Runner:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write a checkpoint atomically: a crash mid-save leaves the previous file at ``path`` intact."""
+        """Write a checkpoint atomically: a crash mid-save leaves the previous file at ``path`` intact.
+
+        Under ``torch.distributed`` only rank 0 writes (all ranks hold the same learning state).
+        """
+        if self.rank != 0:
+            return
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -226,14 +239,22 @@ class Runner:
         os.replace(tmp, path)
 
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
-        """Restore a checkpoint; training continues exactly where it stopped (env state included
-        when the env provides ``state_dict``/``load_state_dict``)."""
+        """Restore a checkpoint.
+
+        Single process, saved by a single process: training continues exactly where it stopped
+        (RNG states, observations, recurrent states, and env state when the env provides
+        ``state_dict``/``load_state_dict``). Any other world size, before or now: the learning state
+        (policy, normalizers, optimizer, learning rate, iteration) is restored on every rank and
+        the envs continue from their current state.
+        """
         ckpt = torch.load(path, map_location=self.device, weights_only=False)
         self.policy.load_state_dict(ckpt["policy"])
         if load_optimizer:
             self.alg.load_state_dict(ckpt["ppo"])
         self.iteration = ckpt["iteration"]
         self.total_steps = ckpt["total_steps"]
+        if ckpt.get("world_size", 1) != 1 or self.world_size != 1:
+            return
         self.obs = ckpt["obs"]
         self.states = ckpt["states"]
         self.episode_return = ckpt["episode_return"]

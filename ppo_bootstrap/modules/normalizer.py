@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ppo_bootstrap.distributed import global_moments
+
 
 class EmpiricalNormalization(nn.Module):
     """``(x - mean) / (std + eps)`` with mean and variance of all observations seen so far.
@@ -39,14 +41,18 @@ class EmpiricalNormalization(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        """Merge the moments of ``x`` ``[B, D]`` into the running ones (a no-op in eval mode)."""
+        """Merge the moments of ``x`` ``[B, D]`` into the running ones (a no-op in eval mode).
+
+        Under ``torch.distributed`` the batch is the union of every rank's ``x``, so all ranks keep
+        the same statistics.
+        """
         if not self.training:
             return
         x = x.reshape(-1, *self.mean.shape).to(torch.float64)
-        n_b = float(x.shape[0])
+        n_b = torch.tensor(float(x.shape[0]), dtype=torch.float64, device=x.device)
         mean_b = x.mean(0)
         m2_b = ((x - mean_b) ** 2).sum(0)
-        self.merge(torch.tensor(n_b, dtype=torch.float64, device=x.device), mean_b, m2_b)
+        self.merge(*global_moments(n_b, mean_b, m2_b))
 
     @torch.no_grad()
     def merge(self, n_b: torch.Tensor, mean_b: torch.Tensor, m2_b: torch.Tensor) -> None:
