@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,29 +162,42 @@ class Runner:
 
     # ------------------------------------------------------------------ training
     def learn(self, iterations: int) -> None:
-        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`)."""
+        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`).
+
+        SIGINT or SIGTERM ends training cleanly after the iteration in progress: the checkpoint
+        ``model_<iteration>.pt`` is written to ``log_dir`` and ``learn`` returns with
+        :attr:`interrupted` set. A second signal interrupts at once.
+        """
         self.policy.train()
+        self.interrupted = False
         start_iteration = self.iteration
-        for _ in range(iterations):
-            t0 = time.perf_counter()
-            stats = self._collect()
-            stats.update(self.alg.compute_returns(self.storage, self.obs, self.states[1]))
-            t1 = time.perf_counter()
-            stats.update(self.alg.update(self.storage, self.generator))
-            # Normalizer statistics move once per iteration, after the update: every value of a
-            # rollout (stored, last and final) and every ratio of its update share one normalization.
-            obs = self.storage.data["obs"]
-            self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
-            t2 = time.perf_counter()
-            self.iteration += 1
-            stats["perf/collection_s"] = t1 - t0
-            stats["perf/learning_s"] = t2 - t1
-            stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
-            self._log(stats, start_iteration + iterations)
-            self.last_stats = stats
-            if self.rank == 0 and self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
-                self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
-        if self.rank == 0 and self.cfg.log_dir and iterations > 0:
+        with _StopOnSignal() as stop:
+            for _ in range(iterations):
+                t0 = time.perf_counter()
+                stats = self._collect()
+                stats.update(self.alg.compute_returns(self.storage, self.obs, self.states[1]))
+                t1 = time.perf_counter()
+                stats.update(self.alg.update(self.storage, self.generator))
+                # Normalizer statistics move once per iteration, after the update: every value of a
+                # rollout (stored, last and final) and every ratio of its update share one normalization.
+                obs = self.storage.data["obs"]
+                self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
+                t2 = time.perf_counter()
+                self.iteration += 1
+                stats["perf/collection_s"] = t1 - t0
+                stats["perf/learning_s"] = t2 - t1
+                stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
+                self._log(stats, start_iteration + iterations)
+                self.last_stats = stats
+                if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
+                    self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+                # Every rank must stop at the same iteration, or the next collective would hang.
+                if distributed.all_reduce_sum_(torch.tensor(float(stop.requested))).item() > 0:
+                    self.interrupted = True
+                    if self.rank == 0:
+                        print(f"stopping after iteration {self.iteration} on {stop.signal_name}", flush=True)
+                    break
+        if self.cfg.log_dir and self.iteration > start_iteration:
             self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
 
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
@@ -278,6 +293,33 @@ class Runner:
         from ppo_bootstrap.export import export_actor_onnx
 
         export_actor_onnx(self.policy, self.obs[POLICY].shape[-1], path)
+
+
+class _StopOnSignal:
+    """Turns the first SIGINT / SIGTERM into a request to stop; restores the handlers on exit."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.signal_name = ""
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:  # a second signal: stop now
+            raise KeyboardInterrupt
+        self.requested = True
+        self.signal_name = signal.Signals(signum).name
+
+    def __enter__(self) -> "_StopOnSignal":
+        if threading.current_thread() is threading.main_thread():  # handlers can only live there
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 def format_progress(iteration: int, final_iteration: int, total_steps: int, stats: dict[str, float]) -> str:
