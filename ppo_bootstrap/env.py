@@ -20,6 +20,11 @@ Contract, per ``step(actions)``:
 
 ``reset()`` resets all envs and returns the initial observation groups. Envs reset only the
 ``env_ids`` that ended; everything else is untouched.
+
+Optional: ``reset_envs(env_ids)`` restarts the given envs ``[K]`` at once and returns their fresh
+observation rows (``[K, ...]`` per group); the Runner uses it to recover from physics blow-ups
+(``RunnerConfig.non_finite_obs="reset"``). ``state_dict()`` / ``load_state_dict()`` make resume
+exact.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Episode-end semantics: the one place that says what terminated, truncated and reset mean.
 
-==============  ===========================  ===================================  ==================
-flag            meaning                      value target of that step            lambda-trace
-==============  ===========================  ===================================  ==================
-neither         episode goes on              ``r + gamma * V(s_{t+1})``           continues
-terminated      real terminal state (fall)   ``r``                                cut
-truncated       outside budget (time limit)  ``r + gamma * V(s_final)``           cut
-both            terminated wins              ``r``                                cut
-==============  ===========================  ===================================  ==================
+================  =============================  ============================  ==============
+case              meaning                        value target of that step     lambda-trace
+================  =============================  ============================  ==============
+neither           episode goes on                ``r + gamma * V(s_{t+1})``    continues
+terminated        real terminal state (fall)     ``r``                         cut
+truncated         outside budget (time limit)    ``r + gamma * V(s_final)``    cut
+both              terminated wins                ``r``                         cut
+blow-up           non-finite obs / reward, with  ``r + gamma * V(s_t)``,       cut
+                  ``non_finite_obs="reset"``     ``r`` zeroed if non-finite
+================  =============================  ============================  ==============
 
 ``s_final`` is the true last observation captured before the same-step reset, never the post-reset
 observation. Recurrent state resets on every done, but ``V(s_final)`` is evaluated with the
@@ -17,7 +19,7 @@ statistics, evaluators) asks this module rather than re-deriving the rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -136,3 +138,54 @@ def validate_step(
                 f"({expected.numel()}, *{tuple(obs[group].shape[1:])}) for env ids {expected.tolist()}"
             )
         _check_finite(f"final_obs[{group!r}]", value, final_env_ids)
+
+
+def _bad_rows(groups: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    return torch.stack([~torch.isfinite(v.reshape(v.shape[0], -1)).all(-1) for v in groups.values()]).any(0)
+
+
+def recover_non_finite(
+    obs: dict[str, torch.Tensor],
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    final_obs: dict[str, torch.Tensor],
+    final_env_ids: torch.Tensor,
+    last_obs: Mapping[str, torch.Tensor],
+    reset_envs: Callable[[torch.Tensor], Mapping[str, torch.Tensor]],
+):
+    """End the episodes of envs whose physics blew up (non-finite obs, reward or final obs).
+
+    A blow-up is no state of the task, so it is neither a fall nor a valid final state: the step is
+    marked truncated, bootstrapped from ``V(s_t)`` (the last valid observation, ``last_obs``), its
+    reward zeroed if non-finite, and the env restarted through ``reset_envs(env_ids)``, which must
+    return fresh observation rows ``[K, ...]`` per group. A fall on the same step stays a fall.
+
+    Returns:
+        ``(obs, reward, terminated, truncated, final_obs, final_env_ids, broken_env_ids)`` with the
+        same shapes and contract as :class:`ppo_bootstrap.env.StepResult`; inputs are not modified.
+    """
+    bad = _bad_rows(obs) | ~torch.isfinite(reward)
+    bad_final = torch.zeros_like(bad)
+    if final_env_ids.numel():
+        bad_final[final_env_ids] = _bad_rows(final_obs)
+    broken = torch.nonzero(bad | bad_final).flatten()
+    if broken.numel() == 0:
+        return obs, reward, terminated, truncated, final_obs, final_env_ids, broken
+
+    fresh = reset_envs(broken)
+    obs = {k: v.clone() for k, v in obs.items()}
+    for k in obs:
+        obs[k][broken] = fresh[k].to(obs[k].dtype)
+    reward = torch.where(torch.isfinite(reward), reward, torch.zeros_like(reward))
+    truncated = truncated.clone()
+    truncated[broken] = True
+    # final rows: ended envs keep their own final obs unless it is broken; broken envs get s_t.
+    ended = torch.nonzero(done_mask(terminated, truncated)).flatten()
+    rows = {k: last_obs[k][ended].clone().to(v.dtype) for k, v in obs.items()}
+    position = torch.full_like(bad, -1, dtype=torch.long)
+    position[final_env_ids] = torch.arange(final_env_ids.numel(), device=final_env_ids.device)
+    keep = (position[ended] >= 0) & ~bad_final[ended]
+    for k in rows:
+        rows[k][keep] = final_obs[k][position[ended][keep]]
+    return obs, reward, terminated, truncated, rows, ended, broken

@@ -10,14 +10,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from ppo_bootstrap import distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
-from ppo_bootstrap.episode import done_mask, validate_step
+from ppo_bootstrap.episode import done_mask, recover_non_finite, validate_step
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
 from ppo_bootstrap.ppo import PPO, PPOConfig
 from ppo_bootstrap.storage import RolloutStorage
@@ -36,6 +36,11 @@ class RunnerConfig:
         validate_env_output: check every step against the env contract (shapes, flags, final
             observations, NaN/inf) and raise naming field and env ids. Costs a host sync per step.
         console: print a progress block per iteration.
+        non_finite_obs: what a non-finite observation, reward or final observation does.
+            ``"error"`` (default): raise :class:`~ppo_bootstrap.episode.EpisodeProtocolError`
+            naming field and env ids, before any update. ``"reset"``: end those episodes as a
+            blow-up (see :mod:`ppo_bootstrap.episode`), restart the envs through
+            ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
     """
 
     num_steps_per_env: int = 24
@@ -44,6 +49,7 @@ class RunnerConfig:
     seed: int = 0
     validate_env_output: bool = True
     console: bool = True
+    non_finite_obs: Literal["error", "reset"] = "error"
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
@@ -52,6 +58,8 @@ class RunnerConfig:
             raise ValueError(f"num_steps_per_env must be >= 1, got {self.num_steps_per_env}")
         if self.save_interval < 0:
             raise ValueError(f"save_interval must be >= 0, got {self.save_interval}")
+        if self.non_finite_obs not in ("error", "reset"):
+            raise ValueError(f"non_finite_obs must be 'error' or 'reset', got {self.non_finite_obs!r}")
 
 
 def seed_everything(seed: int) -> None:
@@ -81,6 +89,8 @@ class Runner:
         self.generator = torch.Generator().manual_seed(self.cfg.seed)
 
         self.obs = self._to_device(env.reset())
+        if self.cfg.non_finite_obs == "reset" and not callable(getattr(env, "reset_envs", None)):
+            raise ValueError("non_finite_obs='reset' needs an env with reset_envs(env_ids) -> observation rows")
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
         policy_dim = self.obs[POLICY].shape[-1]
@@ -116,22 +126,28 @@ class Runner:
         ended_length = torch.zeros((), device=self.device)
         ended = torch.zeros((), device=self.device)
         info_sums: dict[str, float] = {}
+        n_broken = 0
         for _ in range(self.cfg.num_steps_per_env):
             policy_obs, value_obs = self.obs[POLICY], critic_obs(self.obs)
             dist, actor_state = policy.act(policy_obs, actor_state)
             actions = dist.sample()
             values, critic_state = policy.value(value_obs, critic_state)
             result: StepResult = env.step(actions)
-            if self.cfg.validate_env_output:
-                validate_step(
-                    env.num_envs, result.reward, result.terminated, result.truncated,
-                    result.obs, result.final_obs, result.final_env_ids,
+            next_obs, reward, terminated, truncated = result.obs, result.reward, result.terminated, result.truncated
+            final_obs, final_env_ids = result.final_obs, result.final_env_ids
+            if self.cfg.non_finite_obs == "reset":
+                next_obs, reward, terminated, truncated, final_obs, final_env_ids, broken = recover_non_finite(
+                    next_obs, reward, terminated, truncated, final_obs, final_env_ids,
+                    {k: v.to(reward.device) for k, v in self.obs.items()}, env.reset_envs,
                 )
-            reward = result.reward.to(self.device)
-            terminated, truncated = result.terminated.to(self.device), result.truncated.to(self.device)
+                n_broken += broken.numel()
+            if self.cfg.validate_env_output:
+                validate_step(env.num_envs, reward, terminated, truncated, next_obs, final_obs, final_env_ids)
+            reward = reward.to(self.device)
+            terminated, truncated = terminated.to(self.device), truncated.to(self.device)
             storage.add(
                 self.obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values,
-                reward, terminated, truncated, self._to_device(result.final_obs), result.final_env_ids,
+                reward, terminated, truncated, self._to_device(final_obs), final_env_ids,
                 critic_state,  # before the reset below: V(s_final) continues this episode's memory
             )
 
@@ -149,12 +165,13 @@ class Runner:
             self.episode_length *= keep
             for key, value in result.info.get("log", {}).items():
                 info_sums[key] = info_sums.get(key, 0.0) + float(value)
-            self.obs = self._to_device(result.obs)
+            self.obs = self._to_device(next_obs)
         self.states = (actor_state, critic_state)
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         n = float(ended)
         stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.items()}
         stats["episodes/ended"] = n
+        stats["episodes/non_finite_resets"] = float(n_broken)
         if n:
             stats["episodes/mean_return"] = float(ended_return) / n
             stats["episodes/mean_length"] = float(ended_length) / n

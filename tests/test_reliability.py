@@ -95,3 +95,78 @@ def test_kill_during_save_leaves_previous_checkpoint_loadable(tmp_path):
     proc.wait(timeout=60)
     ckpt = torch.load(path, weights_only=False)  # a torn file would fail to load here
     assert ckpt["iteration"] == 2
+
+
+class BlowUpEnv:
+    """Wraps the scripted env: env 1's physics blows up on step 1 (NaN observation)."""
+
+    def __init__(self):
+        from scripted_env import ScriptedEnv
+
+        self.inner = ScriptedEnv(3, {(2, 2): (True, False)})
+        self.num_envs, self.num_actions, self.device = 3, 1, torch.device("cpu")
+        self.reset_calls: list[list[int]] = []
+
+    def reset(self):
+        return self.inner.reset()
+
+    def step(self, actions):
+        result = self.inner.step(actions)
+        if self.inner.t == 2:
+            result.obs["policy"][1] = float("nan")
+        return result
+
+    def reset_envs(self, env_ids):
+        self.reset_calls.append(env_ids.tolist())
+        self.inner.x[env_ids] = -5.0
+        return {"policy": self.inner.x[env_ids].unsqueeze(-1).clone()}
+
+
+def test_blow_up_reset_policy_cuts_episode_bootstraps_from_last_valid_state_and_counts():
+    from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
+
+    env = BlowUpEnv()
+    cfg = RunnerConfig(num_steps_per_env=4, console=False, non_finite_obs="reset",
+                       ppo=PPOConfig(gamma=0.9, lam=0.0, normalize_advantage=False),
+                       policy=PolicyConfig(actor_hidden=(4,), critic_hidden=(), obs_normalization=False))
+    runner = Runner(env, cfg)
+    lin = runner.policy.critic.head[-1]
+    with torch.no_grad():
+        lin.weight.fill_(1.0)
+        lin.bias.zero_()
+    stats = runner._collect()
+    runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
+    data = runner.storage.data
+    assert env.reset_calls == [[1]]
+    assert stats["episodes/non_finite_resets"] == 1
+    assert data["truncated"][1, 1] and not data["terminated"][1, 1]
+    # env 1 saw obs 2 then 3 at t=1; the blow-up is bootstrapped from V(s_1) = 3, then it restarts at -5.
+    assert data["returns"][1, 1].item() == pytest.approx(1 + 0.9 * 3.0)
+    assert data["obs", "policy"][2, 1].item() == -5.0
+    assert data["terminated"][2, 2]  # the fall elsewhere is untouched
+    assert torch.isfinite(data["returns"]).all()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_soak_frequent_resets_and_blow_ups_keep_memory_flat():
+    from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig
+    from ppo_bootstrap.envs import TimeLimitEnv
+
+    env = TimeLimitEnv(num_envs=32, episode_length=5, privileged_dim=2, fall_probability=0.1, nan_probability=0.02)
+    runner = Runner(env, RunnerConfig(num_steps_per_env=16, console=False, non_finite_obs="reset",
+                                      policy=PolicyConfig(actor_hidden=(32,), critic_hidden=(32,))))
+    runner.learn(40)  # warm up allocator caches
+    before = _rss_mb()
+    broken = 0
+    for _ in range(8):
+        runner.learn(25)
+        broken += runner.last_stats["episodes/non_finite_resets"]
+    growth = _rss_mb() - before
+    assert broken > 0
+    assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
+    assert growth < 15.0, f"resident memory grew {growth:.1f} MB over 200 iterations"

@@ -108,6 +108,8 @@ class BrokenEnv(ScriptedEnv):
                               {k: torch.zeros(2, 1) for k in result.obs}, ids)
         if self.fault == "nan_final":
             result.final_obs["policy"][:] = float("nan")
+        if self.fault == "nan_obs":
+            result.obs["policy"][0] = float("nan")
         if self.fault == "nan_reward":
             result.reward[2] = float("inf")
         if self.fault == "int_flags":
@@ -121,6 +123,7 @@ class BrokenEnv(ScriptedEnv):
      ("extra_final", r"env ids \[0\] that did not end"),
      ("nan_final", r"final_obs\['policy'\] has NaN or inf for env ids \[1\]"),
      ("nan_reward", r"reward has NaN or inf for env ids \[2\]"),
+     ("nan_obs", r"obs\['policy'\] has NaN or inf for env ids \[0\]"),
      ("int_flags", r"truncated must be a bool tensor")],
 )
 def test_contract_violations_raise_before_any_update(tmp_path, fault, message):

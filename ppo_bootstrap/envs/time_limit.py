@@ -29,6 +29,7 @@ class TimeLimitEnv:
         num_actions: int = 2,
         reward: float = 1.0,
         fall_probability: float = 0.0,
+        nan_probability: float = 0.0,
         seed: int = 0,
         device: str | torch.device = "cpu",
     ) -> None:
@@ -44,6 +45,7 @@ class TimeLimitEnv:
         self.privileged_dim = privileged_dim
         self.reward = reward
         self.fall_probability = fall_probability
+        self.nan_probability = nan_probability  # injected physics blow-ups, for fault tests
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.step_count = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.obs: ObsGroups = {}
@@ -79,6 +81,9 @@ class TimeLimitEnv:
                 next_obs[k][ended] = reset_obs[k]
             self.step_count[ended] = 0
         self.obs = next_obs
+        if self.nan_probability:
+            blown = torch.rand(self.num_envs, generator=self.generator, device=self.device) < self.nan_probability
+            next_obs[POLICY][blown] = float("nan")
         return StepResult(
             obs={k: v.clone() for k, v in next_obs.items()},
             reward=reward,
@@ -88,6 +93,14 @@ class TimeLimitEnv:
             final_env_ids=ended,
             info={"log": {"timeouts": float(truncated.sum()), "falls": float(terminated.sum())}},
         )
+
+    def reset_envs(self, env_ids: torch.Tensor) -> ObsGroups:
+        """Restart ``env_ids`` now; return their fresh observation rows."""
+        fresh = self._sample_obs(env_ids.numel())
+        for k in self.obs:
+            self.obs[k][env_ids] = fresh[k]
+        self.step_count[env_ids] = 0
+        return {k: v.clone() for k, v in fresh.items()}
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state(), "step_count": self.step_count.clone(), "obs": dict(self.obs)}
