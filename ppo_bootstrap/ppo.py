@@ -62,9 +62,25 @@ class PPO:
         self.policy = policy
         self.cfg = cfg
         self.device = torch.device(device)
-        self.learning_rate = cfg.learning_rate
-        fused = {"fused": True} if self.device.type == "cuda" else {}
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, **fused)
+        # The learning rate lives on the device and adapts there, so the KL schedule costs no host
+        # sync per mini-batch; fused Adam on CUDA reads it as a tensor, the CPU path as a float.
+        self.lr = torch.tensor(cfg.learning_rate, device=self.device)
+        self._tensor_lr = self.device.type == "cuda"
+        if self._tensor_lr:
+            self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.lr.clone(), fused=True)
+        else:
+            self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+
+    @property
+    def learning_rate(self) -> float:
+        return float(self.lr)
+
+    def _set_optimizer_lr(self) -> None:
+        for group in self.optimizer.param_groups:
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].copy_(self.lr)
+            else:
+                group["lr"] = float(self.lr)
 
     @torch.no_grad()
     def final_values(self, terminal, values: torch.Tensor) -> torch.Tensor:
@@ -114,13 +130,12 @@ class PPO:
     def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
         """``num_learning_epochs`` x ``num_mini_batches`` gradient steps; mean losses and the final lr."""
         cfg = self.cfg
-        totals = {"loss/value": 0.0, "loss/surrogate": 0.0, "loss/entropy": 0.0, "policy/kl": 0.0}
-        n_updates = 0
+        losses = []  # per mini-batch [value, surrogate, entropy, kl], read back once at the end
         for _ in range(cfg.num_learning_epochs):
             for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
                 dist, values = self.policy.evaluate(batch["obs", POLICY], critic_obs(batch["obs"]), states, starts)
                 log_probs = dist.log_prob(batch["actions"]).sum(-1)
-                entropy = dist.entropy().sum(-1)
+                entropy = dist.entropy().sum(-1).mean()
 
                 with torch.no_grad():
                     kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
@@ -137,41 +152,39 @@ class PPO:
                     value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()
                 else:
                     value_loss = ((values - returns) ** 2).mean()
-                loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy.mean()
+                loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
 
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 distributed.average_gradients_(self.policy.parameters())
                 nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
-
-                totals["loss/value"] += value_loss.item()
-                totals["loss/surrogate"] += surrogate.item()
-                totals["loss/entropy"] += entropy.mean().item()
-                totals["policy/kl"] += kl.item()
-                n_updates += 1
-        out = {k: v / n_updates for k, v in totals.items()}
-        out["policy/learning_rate"] = self.learning_rate
-        return out
+                losses.append(torch.stack([value_loss, surrogate, entropy, kl]).detach())
+        value, surrogate, entropy, kl = torch.stack(losses).mean(0).tolist()
+        return {
+            "loss/value": value,
+            "loss/surrogate": surrogate,
+            "loss/entropy": entropy,
+            "policy/kl": kl,
+            "policy/learning_rate": self.learning_rate,
+        }
 
     def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
+        """Divide the learning rate by 1.5 when KL > 2 x target, multiply when 0 < KL < target / 2."""
         cfg = self.cfg
-        kl_value = kl.item()
-        if kl_value > 2.0 * cfg.desired_kl:
-            self.learning_rate = max(cfg.min_learning_rate, self.learning_rate / 1.5)
-        elif 0.0 < kl_value < cfg.desired_kl / 2.0:
-            self.learning_rate = min(cfg.max_learning_rate, self.learning_rate * 1.5)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        lower = (self.lr / 1.5).clamp_min(cfg.min_learning_rate)
+        higher = (self.lr * 1.5).clamp_max(cfg.max_learning_rate)
+        grow = (kl > 0.0) & (kl < cfg.desired_kl / 2.0)
+        self.lr.copy_(torch.where(kl > 2.0 * cfg.desired_kl, lower, torch.where(grow, higher, self.lr)))
+        self._set_optimizer_lr()
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        self.learning_rate = state["learning_rate"]
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        self.lr.fill_(state["learning_rate"])
+        self._set_optimizer_lr()
 
 
 def normalize_global(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

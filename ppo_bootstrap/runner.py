@@ -125,7 +125,7 @@ class Runner:
         ended_return = torch.zeros((), device=self.device)
         ended_length = torch.zeros((), device=self.device)
         ended = torch.zeros((), device=self.device)
-        info_sums: dict[str, float] = {}
+        info_sums: dict[str, Any] = {}
         n_broken = 0
         for _ in range(self.cfg.num_steps_per_env):
             policy_obs, value_obs = self.obs[POLICY], critic_obs(self.obs)
@@ -164,12 +164,12 @@ class Runner:
             self.episode_return *= keep
             self.episode_length *= keep
             for key, value in result.info.get("log", {}).items():
-                info_sums[key] = info_sums.get(key, 0.0) + float(value)
+                info_sums[key] = info_sums.get(key, 0.0) + value  # tensors stay on device until the end
             self.obs = self._to_device(next_obs)
         self.states = (actor_state, critic_state)
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         n = float(ended)
-        stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.items()}
+        stats = {f"env/{k}": float(v) / self.cfg.num_steps_per_env for k, v in info_sums.items()}
         stats["episodes/ended"] = n
         stats["episodes/non_finite_resets"] = float(n_broken)
         if n:

@@ -61,3 +61,28 @@ def test_std_types_start_at_init_noise_std_and_train(std_type):
     torch.testing.assert_close(dist.stddev, torch.full((3, 2), 0.7))
     runner.learn(1)
     assert runner.storage.data["action_std"].gt(0).all()
+
+
+@pytest.mark.parametrize(
+    "kl,expected",
+    [(0.05, 1e-3 / 1.5), (0.004, 1.5e-3), (0.01, 1e-3), (0.0, 1e-3), (0.021, 1e-3 / 1.5), (0.0049, 1.5e-3)],
+)
+def test_adaptive_learning_rate_follows_kl(kl, expected):
+    from ppo_bootstrap import ActorCritic, PPO, PPOConfig
+
+    ppo = PPO(ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=(4,), critic_hidden=(4,))), PPOConfig(desired_kl=0.01))
+    ppo._adapt_learning_rate(torch.tensor(kl))
+    assert ppo.learning_rate == pytest.approx(expected, rel=1e-6)
+    assert ppo.optimizer.param_groups[0]["lr"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_adaptive_learning_rate_is_clamped():
+    from ppo_bootstrap import ActorCritic, PPO, PPOConfig
+
+    ppo = PPO(ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=(4,), critic_hidden=(4,))),
+              PPOConfig(learning_rate=1e-2, max_learning_rate=1e-2, min_learning_rate=5e-3))
+    ppo._adapt_learning_rate(torch.tensor(1e-4))
+    assert ppo.learning_rate == pytest.approx(1e-2)
+    for _ in range(5):
+        ppo._adapt_learning_rate(torch.tensor(1.0))
+    assert ppo.learning_rate == pytest.approx(5e-3)

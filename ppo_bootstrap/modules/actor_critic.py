@@ -168,9 +168,10 @@ class ActorCritic(nn.Module):
     def _distribution(self, out: torch.Tensor) -> Normal:
         if self.cfg.std_type == "state_dependent":
             mean, log_std = out.split(self.num_actions, dim=-1)
-            return Normal(mean, log_std.exp())
+            return Normal(mean, log_std.exp(), validate_args=False)
         std = self.std_param if self.cfg.std_type == "scalar" else self.std_param.exp()
-        return Normal(out, std.clamp_min(1e-6).expand_as(out))
+        # no argument validation: it would cost a host sync per call on GPU
+        return Normal(out, std.clamp_min(1e-6).expand_as(out), validate_args=False)
 
     def act(self, policy_obs: torch.Tensor, state: State) -> tuple[Normal, State]:
         """One step of the actor: action distribution over ``[N, A]`` and the next actor state."""
