@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from ppo_bootstrap import gae_triton
 from ppo_bootstrap.episode import done_mask
 
 
@@ -76,10 +77,14 @@ def compute_gae(
     Returns:
         ``(advantages, returns)``, each ``[T, N, *]`` with the dtype of ``rewards``.
 
-    All elementwise work happens in three batched kernels; the backward recursion is one fused
-    multiply-add per step, written straight into the output (no per-step temporaries).
+    On CUDA (float32 ``[T, N]``, Triton present) this is one fused kernel launch
+    (:mod:`ppo_bootstrap.gae_triton`). Elsewhere all elementwise work happens in three batched
+    kernels and the backward recursion is one fused multiply-add per step, written straight into
+    the output (no per-step temporaries).
     """
     _check_shapes(rewards, values, next_values, terminated, truncated)
+    if rewards.is_cuda and rewards.dim() == 2 and rewards.dtype == torch.float32 and gae_triton.available():
+        return gae_triton.compute_gae_triton(rewards, values, next_values, terminated, truncated, gamma, lam)
     delta = td_errors(rewards, values, next_values, terminated, gamma)
     # gamma * lam where the trace continues, 0 where any episode end cuts it.
     trace = _expand_flag(~done_mask(terminated, truncated), delta).to(delta.dtype).mul_(gamma * lam)
