@@ -1,0 +1,19 @@
+"""Adapters from simulator env APIs to the :class:`ppo_bootstrap.env.VecEnv` protocol.
+
+* :class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`: Isaac Lab ``DirectRLEnv`` /
+  ``ManagerBasedRLEnv`` (3.x through ``cfg.compute_final_obs``, 2.x through a ``_reset_idx`` hook).
+* :class:`~isaac_adapter.adapters.mjlab.MjlabVecEnv`: mjlab ``ManagerBasedRlEnv`` with ``auto_reset=False``.
+* :class:`~isaac_adapter.adapters.gymnasium.GymnasiumVecEnv`: Gymnasium 1.x vector envs
+  (``SAME_STEP``, ``NEXT_STEP`` and ``DISABLED`` auto-reset).
+
+Every adapter reports the true last observation of each ended env (captured before its reset),
+passes ``terminated`` and ``truncated`` on as the simulator set them (both may be true), and raises
+:class:`ppo_bootstrap.episode.EpisodeProtocolError` when the env cannot provide a final observation
+or provides a stale one. None of them imports its simulator at import time.
+"""
+
+from isaac_adapter.adapters.gymnasium import GymnasiumVecEnv
+from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv, enable_final_obs
+from isaac_adapter.adapters.mjlab import MjlabVecEnv, disable_auto_reset
+
+__all__ = ["GymnasiumVecEnv", "IsaacLabVecEnv", "MjlabVecEnv", "disable_auto_reset", "enable_final_obs"]
