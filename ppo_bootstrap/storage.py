@@ -63,7 +63,7 @@ class RolloutStorage:
         )
         self.initial_states: tuple[State, State] = (None, None)
         self.step = 0
-        self._terminal: list[TensorDict] = []
+        self._terminal: list[tuple[int, torch.Tensor, ObsGroups, torch.Tensor | None]] = []
         self.terminal: TensorDict | None = None
 
     def start(self, states: tuple[State, State]) -> None:
@@ -107,24 +107,31 @@ class RolloutStorage:
         row["rewards"].copy_(rewards)
         row["terminated"].copy_(terminated)
         row["truncated"].copy_(truncated)
-        k = final_env_ids.numel()
-        if k:
+        if final_env_ids.numel():
+            # Plain tensors per step (no per-step TensorDict): this sits on the env-step hot path.
             ids = final_env_ids.to(device=self.device, dtype=torch.long)
-            entry = {
-                "obs": TensorDict({g: v.to(self.device) for g, v in final_obs.items()}, batch_size=[k]),
-                "step": torch.full((k,), t, dtype=torch.long, device=self.device),
-                "env_id": ids,
-            }
-            if final_critic_state is not None:
-                entry["critic_state"] = final_critic_state[:, ids].transpose(0, 1).clone()
-            self._terminal.append(TensorDict(entry, batch_size=[k], device=self.device))
+            state_rows = final_critic_state[:, ids].transpose(0, 1) if final_critic_state is not None else None
+            self._terminal.append((t, ids, {g: v.to(self.device) for g, v in final_obs.items()}, state_rows))
         self.step += 1
 
     def finish(self) -> TensorDict | None:
         """Close the rollout; return the terminal rows as one TensorDict of batch ``[K]`` (or ``None``)."""
         if self.step != self.num_steps:
             raise RuntimeError(f"rollout has {self.step} of {self.num_steps} steps")
-        self.terminal = torch.cat(self._terminal, dim=0) if self._terminal else None
+        if not self._terminal:
+            self.terminal = None
+            return None
+        steps, ids, obs, states = zip(*self._terminal)
+        counts = torch.tensor([i.numel() for i in ids])
+        k = int(counts.sum())
+        entry = {
+            "obs": TensorDict({g: torch.cat([o[g] for o in obs]) for g in obs[0]}, batch_size=[k]),
+            "step": torch.repeat_interleave(torch.tensor(steps), counts).to(self.device),
+            "env_id": torch.cat(ids),
+        }
+        if states[0] is not None:
+            entry["critic_state"] = torch.cat(states)
+        self.terminal = TensorDict(entry, batch_size=[k], device=self.device)
         self._terminal.clear()
         return self.terminal
 
