@@ -38,6 +38,9 @@ class PPOConfig:
     min_learning_rate: float = 1e-5
     max_learning_rate: float = 1e-2
     normalize_advantage: bool = True
+    cuda_graph: bool = True
+    """On CUDA, feed-forward, single process: capture one mini-batch step (gather, forward, backward,
+    clipping, Adam, KL schedule) as a CUDA graph and replay it, so launch overhead disappears."""
     timeout_bootstrap: TimeoutBootstrap = "exact"
     """How truncated steps are valued. ``exact``: ``r + gamma * V(s_final)`` (this library).
     ``state_value``: ``r + gamma * V(s_t)`` (rsl_rl's approximation). ``none``: ``r``, the
@@ -67,13 +70,15 @@ class PPO:
         self.lr = torch.tensor(cfg.learning_rate, device=self.device)
         self._tensor_lr = self.device.type == "cuda"
         if self._tensor_lr:
-            self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.lr.clone(), fused=True)
+            self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.lr.clone(), fused=True, capturable=True)
         else:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
 
     @property
     def learning_rate(self) -> float:
         return float(self.lr)
+
+        self._graph: _GraphedStep | None = None
 
     def _set_optimizer_lr(self) -> None:
         for group in self.optimizer.param_groups:
@@ -130,36 +135,18 @@ class PPO:
     def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
         """``num_learning_epochs`` x ``num_mini_batches`` gradient steps; mean losses and the final lr."""
         cfg = self.cfg
+        graphed = cfg.cuda_graph and self._tensor_lr and not storage.is_recurrent and not distributed.is_distributed()
+        if graphed and (self._graph is None or self._graph.storage is not storage):
+            self._graph = _GraphedStep(self, storage)
         losses = []  # per mini-batch [value, surrogate, entropy, kl], read back once at the end
         for _ in range(cfg.num_learning_epochs):
+            if graphed:
+                perm, size = storage.permutation(cfg.num_mini_batches, generator)
+                for i in range(cfg.num_mini_batches):
+                    losses.append(self._graph.replay(perm[i * size : (i + 1) * size]))
+                continue
             for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
-                dist, values = self.policy.evaluate(batch["obs", POLICY], critic_obs(batch["obs"]), states, starts)
-                log_probs = dist.log_prob(batch["actions"]).sum(-1)
-                entropy = dist.entropy().sum(-1).mean()
-
-                with torch.no_grad():
-                    kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
-                    distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
-                if cfg.schedule == "adaptive":
-                    self._adapt_learning_rate(kl)
-
-                ratio = torch.exp(log_probs - batch["log_probs"])
-                adv = batch["advantages"]
-                surrogate = -torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param)).mean()
-                returns = batch["returns"]
-                if cfg.use_clipped_value_loss:
-                    clipped = batch["values"] + (values - batch["values"]).clamp(-cfg.clip_param, cfg.clip_param)
-                    value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()
-                else:
-                    value_loss = ((values - returns) ** 2).mean()
-                loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
-
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                distributed.average_gradients_(self.policy.parameters())
-                nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-                self.optimizer.step()
-                losses.append(torch.stack([value_loss, surrogate, entropy, kl]).detach())
+                losses.append(self._step(batch, states, starts))
         value, surrogate, entropy, kl = torch.stack(losses).mean(0).tolist()
         return {
             "loss/value": value,
@@ -168,6 +155,37 @@ class PPO:
             "policy/kl": kl,
             "policy/learning_rate": self.learning_rate,
         }
+
+    def _step(self, batch, states: tuple[State, State], starts: torch.Tensor | None) -> torch.Tensor:
+        """One gradient step on a mini-batch; returns ``[value loss, surrogate, entropy, kl]`` on device."""
+        cfg = self.cfg
+        dist, values = self.policy.evaluate(batch["obs", POLICY], critic_obs(batch["obs"]), states, starts)
+        log_probs = dist.log_prob(batch["actions"]).sum(-1)
+        entropy = dist.entropy().sum(-1).mean()
+
+        with torch.no_grad():
+            kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
+            distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
+        if cfg.schedule == "adaptive":
+            self._adapt_learning_rate(kl)
+
+        ratio = torch.exp(log_probs - batch["log_probs"])
+        adv = batch["advantages"]
+        surrogate = -torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param)).mean()
+        returns = batch["returns"]
+        if cfg.use_clipped_value_loss:
+            clipped = batch["values"] + (values - batch["values"]).clamp(-cfg.clip_param, cfg.clip_param)
+            value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()
+        else:
+            value_loss = ((values - returns) ** 2).mean()
+        loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        distributed.average_gradients_(self.policy.parameters())
+        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        return torch.stack([value_loss, surrogate, entropy, kl]).detach()
 
     def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
         """Divide the learning rate by 1.5 when KL > 2 x target, multiply when 0 < KL < target / 2."""
@@ -182,9 +200,58 @@ class PPO:
         return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
 
     def load_state_dict(self, state: dict) -> None:
+        self._graph = None  # the optimizer's state tensors are replaced: recapture
         self.optimizer.load_state_dict(state["optimizer"])
         self.lr.fill_(state["learning_rate"])
         self._set_optimizer_lr()
+
+
+class _GraphedStep:
+    """:meth:`PPO._step` captured once as a CUDA graph over the storage's own buffers.
+
+    The graph gathers its mini-batch from the flattened rollout with a static index tensor, so a
+    replay costs one index copy and one launch. Capture needs warm-up steps; the learning state
+    (parameters, Adam moments and step, learning rate) is restored afterwards, so they never count.
+    """
+
+    def __init__(self, ppo: PPO, storage: RolloutStorage) -> None:
+        self.storage = storage
+        flat = storage.data.reshape(-1)  # views of the storage tensors, rewritten every rollout
+        size = flat.batch_size[0] // ppo.cfg.num_mini_batches
+        self.index = torch.zeros(size, dtype=torch.long, device=storage.device)
+        params = list(ppo.policy.parameters())
+        saved_params = [p.detach().clone() for p in params]
+        saved_lr = ppo.lr.clone()
+        saved_state = {p: {k: v.clone() for k, v in st.items()} for p, st in ppo.optimizer.state.items()}
+
+        def step() -> torch.Tensor:
+            return ppo._step(flat.apply(lambda x: x.index_select(0, self.index)), (None, None), None)
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        ppo.optimizer.zero_grad(set_to_none=True)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = step()
+
+        with torch.no_grad():
+            for p, saved in zip(params, saved_params):
+                p.copy_(saved)
+            ppo.lr.copy_(saved_lr)
+            ppo._set_optimizer_lr()
+            for p, st in ppo.optimizer.state.items():
+                for k, v in st.items():
+                    if torch.is_tensor(v):
+                        v.copy_(saved_state[p][k]) if p in saved_state else v.zero_()
+
+    def replay(self, index: torch.Tensor) -> torch.Tensor:
+        self.index.copy_(index)
+        self.graph.replay()
+        return self.out.clone()
 
 
 def normalize_global(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

@@ -145,6 +145,18 @@ class RolloutStorage:
         starts[1:] = done_mask(self.data["terminated"][:-1], self.data["truncated"][:-1])
         return starts
 
+    @property
+    def is_recurrent(self) -> bool:
+        return any(s is not None for s in self.initial_states)
+
+    def permutation(self, num_mini_batches: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
+        """A shuffled order of samples (envs, if recurrent) on the device, and the mini-batch size."""
+        n = self.num_envs if self.is_recurrent else self.num_steps * self.num_envs
+        if n % num_mini_batches:
+            unit = "envs" if self.is_recurrent else "samples"
+            raise ValueError(f"{n} {unit} do not split into {num_mini_batches} mini-batches")
+        return torch.randperm(n, generator=generator, device="cpu").to(self.device), n // num_mini_batches
+
     def mini_batches(
         self, num_mini_batches: int, generator: torch.Generator | None = None
     ) -> Iterator[tuple[TensorDict, tuple[State, State], torch.Tensor | None]]:
@@ -154,12 +166,8 @@ class RolloutStorage:
         and ``starts`` ``None``. Recurrent: whole env columns, batch ``[T, B_env]``, with each
         column's state before step 0 and its episode starts, so no hidden state crosses an episode end.
         """
-        recurrent = any(s is not None for s in self.initial_states)
-        n = self.num_envs if recurrent else self.num_steps * self.num_envs
-        if n % num_mini_batches:
-            raise ValueError(f"{n} {'envs' if recurrent else 'samples'} do not split into {num_mini_batches} mini-batches")
-        size = n // num_mini_batches
-        perm = torch.randperm(n, generator=generator, device="cpu").to(self.device)
+        recurrent = self.is_recurrent
+        perm, size = self.permutation(num_mini_batches, generator)
         if not recurrent:
             flat = self.data.reshape(-1)
             for i in range(num_mini_batches):

@@ -1,0 +1,53 @@
+"""The CUDA-graph learner equals the eager one (skipped without a GPU)."""
+
+import copy
+
+import pytest
+import torch
+
+from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig
+from ppo_bootstrap.envs import TimeLimitEnv
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def filled_storage(T=24, N=512, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    storage = RolloutStorage(T, N, {"policy": (12,), "critic": (15,)}, 4, "cuda")
+    for key in ("actions", "action_mean", "log_probs", "values", "rewards", "advantages", "returns"):
+        storage.data[key].copy_(torch.randn(storage.data[key].shape, generator=g))
+    storage.data["action_std"].copy_(torch.rand(T, N, 4, generator=g) + 0.5)
+    for group, d in (("policy", 12), ("critic", 15)):
+        storage.data["obs", group].copy_(torch.randn(T, N, d, generator=g))
+    storage.start((None, None))
+    return storage
+
+
+def test_graphed_update_equals_eager_update():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    base = ActorCritic(12, 15, 4, PolicyConfig(actor_hidden=(64, 64), critic_hidden=(64, 64))).cuda()
+    results = []
+    for graph in (False, True):
+        policy = copy.deepcopy(base)
+        ppo = PPO(policy, PPOConfig(cuda_graph=graph, desired_kl=0.003), "cuda")
+        storage = filled_storage()
+        stats = [ppo.update(storage, torch.Generator().manual_seed(1)) for _ in range(3)]
+        results.append((policy, stats, ppo.learning_rate))
+    (eager, eager_stats, eager_lr), (graphed, graph_stats, graph_lr) = results
+    for (name, a), b in zip(eager.named_parameters(), graphed.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    for a, b in zip(eager_stats, graph_stats):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=1e-3, abs=1e-5), key
+    assert eager_lr == pytest.approx(graph_lr, rel=1e-5)
+
+
+def test_runner_trains_on_cuda_with_graphs():
+    env = TimeLimitEnv(num_envs=256, episode_length=50, privileged_dim=3, fall_probability=0.01, device="cuda")
+    runner = Runner(env, RunnerConfig(num_steps_per_env=16, console=False,
+                                      policy=PolicyConfig(actor_hidden=(64,), critic_hidden=(64,))))
+    runner.learn(3)
+    assert runner.alg._graph is not None
+    assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
