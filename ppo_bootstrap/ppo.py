@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from tensordict import TensorDict
 from torch import nn
 
 from ppo_bootstrap import distributed
@@ -73,12 +74,11 @@ class PPO:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.lr.clone(), fused=True, capturable=True)
         else:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+        self._graph: _GraphedStep | None = None
 
     @property
     def learning_rate(self) -> float:
         return float(self.lr)
-
-        self._graph: _GraphedStep | None = None
 
     def _set_optimizer_lr(self) -> None:
         for group in self.optimizer.param_groups:
@@ -225,7 +225,7 @@ class _GraphedStep:
         saved_state = {p: {k: v.clone() for k, v in st.items()} for p, st in ppo.optimizer.state.items()}
 
         def step() -> torch.Tensor:
-            return ppo._step(flat.apply(lambda x: x.index_select(0, self.index)), (None, None), None)
+            return ppo._step(_gather(flat, self.index), (None, None), None)
 
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -252,6 +252,15 @@ class _GraphedStep:
         self.index.copy_(index)
         self.graph.replay()
         return self.out.clone()
+
+
+def _gather(data: TensorDict, index: torch.Tensor) -> TensorDict:
+    """Rows ``index`` of every leaf of ``data`` (batch ``[B]``), with ``index_select``: no host sync."""
+    out = {
+        key: _gather(value, index) if isinstance(value, TensorDict) else value.index_select(0, index)
+        for key, value in data.items()
+    }
+    return TensorDict(out, batch_size=[index.shape[0]], device=data.device)
 
 
 def normalize_global(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
