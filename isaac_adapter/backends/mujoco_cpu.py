@@ -1,0 +1,157 @@
+"""MuJoCo on CPU: every env is one row of a :class:`mujoco.batch.Batch`, stepped on all cores.
+
+``mujoco.batch`` (MuJoCo 4) keeps each simulation's integration state as one row of a
+``[N, nstate]`` array and steps the rows on a thread pool; results are bit-identical to a serial
+loop at any thread count, so runs are reproducible regardless of the core count.
+
+Two details of the batch shape this file:
+
+* Derived fields (body positions, sensors) lag the state by one substep after ``step``, as with
+  ``mj_step``. We step with ``stage=mjSTAGE_VEL`` so positions, velocities and position/velocity
+  sensors (foot contacts, foot velocities) describe the state the policy will act on.
+* A non-persistent batch shares one ``MjData`` per thread, so a field a call did not compute holds
+  another simulation's value. Actuator torques are only computed by a step, so we copy them into
+  our own buffer after each step and zero the rows we reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+
+from isaac_adapter.backends.base import PhysicsState
+from isaac_adapter.backends.layout import robot_layout
+from isaac_adapter.math import quat_apply, quat_apply_inverse
+
+try:
+    import mujoco.batch
+except ImportError as error:  # mujoco.batch arrived with MuJoCo 4
+    raise ImportError(f"the CPU backend needs mujoco>=4.0 (mujoco.batch); found {mujoco.__version__}") from error
+
+
+class MujocoCpuBackend:
+    """``num_envs`` copies of ``model`` on ``nthread`` CPU threads (0: all cores).
+
+    Args:
+        model: compiled model; every actuator drives one hinge/slide joint, the root has a free joint.
+        num_envs: number of simulations.
+        decimation: physics substeps per ``step`` call.
+        root_body: name of the floating-base body.
+        foot_bodies: names of the foot bodies, ``F`` of them.
+        foot_contact_sensors: one contact sensor per foot (any positive reading means contact).
+        foot_vel_sensors: one ``framelinvel`` sensor per foot body.
+        nthread: worker threads, 0 for all cores.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_envs: int,
+        decimation: int,
+        *,
+        root_body: str,
+        foot_bodies: Sequence[str],
+        foot_contact_sensors: Sequence[str],
+        foot_vel_sensors: Sequence[str],
+        nthread: int = 0,
+    ) -> None:
+        if decimation <= 0:
+            raise ValueError(f"decimation must be positive, got {decimation}")
+        self.model = model
+        self.num_envs = num_envs
+        self.decimation = decimation
+        self.sim_dt = float(model.opt.timestep)
+        self.device = torch.device("cpu")
+
+        layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
+        self._root_body, self._root_q, self._root_v = layout.root_body, layout.root_q, layout.root_v
+        self._joint_q, self._joint_v = layout.joint_q, layout.joint_v
+        self._foot_bodies, self._contact_adr, self._footvel_adr = layout.foot_bodies, layout.contact_adr, layout.footvel_adr
+        self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
+
+        self._batch = mujoco.batch.Batch(model, num_envs, nthread)
+        self.nthread = self._batch.nthread
+        # live views: state rows (writable) and derived outputs (refreshed after every call)
+        self._qpos = self._batch.bind("qpos")
+        self._qvel = self._batch.bind("qvel")
+        self._ctrl = self._batch.bind("ctrl")
+        self._actuator_force = self._batch.bind("actuator_force")
+        self._sensordata = self._batch.bind("sensordata")
+        self._xpos = self._batch.bind("xpos")
+        self._subtree_com = self._batch.bind("subtree_com")
+        self._torque = np.zeros((num_envs, self.num_joints))
+        self._batch.reset(stage=mujoco.mjtStage.mjSTAGE_VEL)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def state(self) -> PhysicsState:
+        """Copies of the current state as float32 tensors (see :class:`PhysicsState` for shapes)."""
+
+        def t(x: np.ndarray) -> torch.Tensor:
+            return torch.tensor(x, dtype=torch.float32)
+
+        q, v = self._qpos, self._qvel
+        quat = t(q[:, self._root_q + 3 : self._root_q + 7])
+        # MuJoCo's free-joint angular velocity is in the body frame; the seam speaks world frame
+        ang_vel_b = t(v[:, self._root_v + 3 : self._root_v + 6])
+        return PhysicsState(
+            root_pos_w=t(q[:, self._root_q : self._root_q + 3]),
+            root_quat_w=quat,
+            root_lin_vel_w=t(v[:, self._root_v : self._root_v + 3]),
+            root_ang_vel_w=quat_apply(quat, ang_vel_b),
+            joint_pos=t(q[:, self._joint_q]),
+            joint_vel=t(v[:, self._joint_v]),
+            applied_torque=t(self._torque),
+            foot_contact=torch.from_numpy(self._sensordata[:, self._contact_adr] > 0),
+            foot_pos_w=t(self._xpos[:, self._foot_bodies]),
+            foot_lin_vel_w=t(self._sensordata[:, self._footvel_adr]),
+            com_pos_w=t(self._subtree_com[:, self._root_body]),
+        )
+
+    # -- stepping ------------------------------------------------------------------------------
+
+    def step(self, joint_pos_targets: torch.Tensor) -> None:
+        """Hold position targets ``[N, J]`` for ``decimation`` substeps on all threads."""
+        self._ctrl[:] = joint_pos_targets.detach().to("cpu", torch.float64).numpy()
+        self._batch.step(nstep=self.decimation, stage=mujoco.mjtStage.mjSTAGE_VEL)
+        self._torque[:] = self._actuator_force
+
+    def reset_envs(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Reset rows ``env_ids`` to ``qpos`` ``[K, 7+J]`` / ``qvel`` ``[K, 6+J]`` (world-frame root velocities)."""
+        ids = env_ids.detach().cpu().numpy().astype(np.int64)
+        if ids.size == 0:
+            return
+        qpos = qpos.detach().cpu().double()
+        qvel = qvel.detach().cpu().double()
+        # clears time, controls, activations and solver warm start of those rows only
+        self._batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True)
+        rq, rv = self._root_q, self._root_v
+        rows_q = self._qpos[ids]
+        rows_q[:, rq : rq + 3] = qpos[:, :3].numpy()
+        rows_q[:, rq + 3 : rq + 7] = quat.numpy()
+        rows_q[:, self._joint_q] = qpos[:, 7:].numpy()
+        rows_v = self._qvel[ids]
+        rows_v[:, rv : rv + 3] = qvel[:, :3].numpy()
+        rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6]).numpy()
+        rows_v[:, self._joint_v] = qvel[:, 6:].numpy()
+        self._qpos[ids] = rows_q
+        self._qvel[ids] = rows_v
+        self._ctrl[ids] = qpos[:, 7:].numpy()
+        self._torque[ids] = 0.0
+        self._batch.forward(ids, stage=mujoco.mjtStage.mjSTAGE_VEL)
+
+    # -- checkpointing -------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"state": self._batch.state.copy(), "torque": self._torque.copy()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._batch.state[:] = state["state"]
+        self._torque[:] = state["torque"]
+        # derived fields are a pure function of the state rows: recompute them
+        self._batch.forward(stage=mujoco.mjtStage.mjSTAGE_VEL)

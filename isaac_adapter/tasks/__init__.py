@@ -1,0 +1,1 @@
+"""Tasks: observation, reward and termination terms over batched torch state."""

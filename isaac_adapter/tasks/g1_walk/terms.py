@@ -1,0 +1,213 @@
+"""Observation, reward and termination terms of the G1 walk task.
+
+Small pure functions over batched torch tensors (``N`` envs, ``J = 29`` joints, ``F = 2`` feet), so
+the same code runs on every physics backend and can be tested without physics.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from isaac_adapter.math import quat_apply_inverse
+
+# exclusive episode-end causes, in priority order: a fall beats a timeout, height beats tilt beats lateral
+CAUSE_NONE, CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL, CAUSE_TIMEOUT = 0, 1, 2, 3, 4
+CAUSE_NAMES = ("none", "height", "tilt", "lateral", "timeout")
+FALL_SIGNALS = ("height", "tilt", "lateral")  # column order of every [N, 3] fall tensor
+NEVER = -1  # first-crossing step of a signal that has not crossed in this episode
+
+
+# -- frames -------------------------------------------------------------------------------------
+
+
+def projected_gravity(quat_w: torch.Tensor) -> torch.Tensor:
+    """Gravity unit vector in the body frame ``[N, 3]``; ``(0, 0, -1)`` when upright."""
+    down = torch.tensor([0.0, 0.0, -1.0], device=quat_w.device, dtype=quat_w.dtype).expand(quat_w.shape[0], 3)
+    return quat_apply_inverse(quat_w, down)
+
+
+def to_body(quat_w: torch.Tensor, vec_w: torch.Tensor) -> torch.Tensor:
+    """World vector ``[N, 3]`` in the body frame."""
+    return quat_apply_inverse(quat_w, vec_w)
+
+
+def tilt_xy(gravity_b: torch.Tensor) -> torch.Tensor:
+    """Sum of squared horizontal components of the body-frame gravity ``[N]``: 0 upright, 1 lying flat."""
+    return gravity_b[:, 0].square() + gravity_b[:, 1].square()
+
+
+# -- terminations -------------------------------------------------------------------------------
+
+
+def fall_signals(
+    root_height: torch.Tensor,
+    gravity_b: torch.Tensor,
+    lin_vel_b: torch.Tensor,
+    collapse_height: float,
+    tilt_threshold: float,
+    lateral_threshold: float,
+) -> torch.Tensor:
+    """Raw threshold crossings ``[N, 3]`` bool (height, tilt, lateral), grace windows not applied.
+
+    Args:
+        root_height: ``[N]`` root z in m.
+        gravity_b: ``[N, 3]`` projected gravity.
+        lin_vel_b: ``[N, 3]`` root linear velocity in the body frame.
+    """
+    return torch.stack(
+        [
+            root_height < collapse_height,
+            tilt_xy(gravity_b) > tilt_threshold,
+            lin_vel_b[:, 1].abs() > lateral_threshold,
+        ],
+        dim=-1,
+    )
+
+
+def active_falls(raw: torch.Tensor, episode_step: torch.Tensor, first_checked_step: torch.Tensor) -> torch.Tensor:
+    """Crossings that count ``[N, 3]``: rule ``i`` is checked iff ``episode_step >= first_checked_step[i]``.
+
+    Args:
+        raw: ``[N, 3]`` bool from :func:`fall_signals`.
+        episode_step: ``[N]`` long, policy steps taken in the episode (1 after the first step).
+        first_checked_step: ``[3]`` long, first step each rule is checked (see ``config.steps_from_seconds``).
+    """
+    return raw & (episode_step.unsqueeze(-1) >= first_checked_step)
+
+
+def time_out(episode_step: torch.Tensor, max_episode_length: int) -> torch.Tensor:
+    """``[N]`` bool: the episode budget is spent (set at step ``max_episode_length`` exactly)."""
+    return episode_step >= max_episode_length
+
+
+def exclusive_cause(active: torch.Tensor, timed_out: torch.Tensor) -> torch.Tensor:
+    """One cause per env ``[N]`` long: the first active fall in priority order, else timeout, else none."""
+    cause = torch.full_like(timed_out, CAUSE_NONE, dtype=torch.long)
+    cause = torch.where(timed_out, CAUSE_TIMEOUT, cause)
+    # lowest priority first so higher-priority falls overwrite
+    for column, code in ((2, CAUSE_LATERAL), (1, CAUSE_TILT), (0, CAUSE_HEIGHT)):
+        cause = torch.where(active[:, column], code, cause)
+    return cause
+
+
+def record_first(first_step: torch.Tensor, crossed: torch.Tensor, episode_step: torch.Tensor) -> torch.Tensor:
+    """Keep the first step each signal crossed: ``[N, 3]`` long, :data:`NEVER` until it does."""
+    new = crossed & (first_step == NEVER)
+    return torch.where(new, episode_step.unsqueeze(-1).expand_as(first_step), first_step)
+
+
+# -- observations -------------------------------------------------------------------------------
+
+
+def policy_obs(
+    ang_vel_b: torch.Tensor,
+    gravity_b: torch.Tensor,
+    command: torch.Tensor,
+    joint_pos_rel: torch.Tensor,
+    joint_vel: torch.Tensor,
+    last_action: torch.Tensor,
+    ang_vel_scale: float,
+    joint_vel_scale: float,
+) -> torch.Tensor:
+    """Actor input ``[N, 9 + 3J]``: what the real robot's IMU and encoders provide."""
+    return torch.cat(
+        [ang_vel_b * ang_vel_scale, gravity_b, command, joint_pos_rel, joint_vel * joint_vel_scale, last_action], dim=-1
+    )
+
+
+def critic_privileged(
+    lin_vel_b: torch.Tensor,
+    root_height: torch.Tensor,
+    foot_contact: torch.Tensor,
+    air_time: torch.Tensor,
+    torque: torch.Tensor,
+    torque_scale: float,
+) -> torch.Tensor:
+    """Extra critic input ``[N, 3 + 1 + 2F + J]``: state the robot cannot measure but the value needs."""
+    return torch.cat(
+        [lin_vel_b, root_height.unsqueeze(-1), foot_contact.float(), air_time, torque * torque_scale], dim=-1
+    )
+
+
+# -- gait bookkeeping ---------------------------------------------------------------------------
+
+
+def update_gait(
+    contact: torch.Tensor, air_time: torch.Tensor, contact_time: torch.Tensor, dt: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Advance per-foot timers by one policy step.
+
+    Args:
+        contact: ``[N, F]`` bool, foot in contact now.
+        air_time: ``[N, F]`` s since the foot left the ground (0 while in contact).
+        contact_time: ``[N, F]`` s since the foot touched down (0 while in the air).
+
+    Returns:
+        ``(air_time, contact_time, touchdown)``; ``touchdown`` ``[N, F]`` bool marks the first contact step.
+    """
+    touchdown = contact & (air_time > 0)
+    air_time = torch.where(contact, torch.zeros_like(air_time), air_time + dt)
+    contact_time = torch.where(contact, contact_time + dt, torch.zeros_like(contact_time))
+    return air_time, contact_time, touchdown
+
+
+# -- rewards (each returns [N], unweighted) --------------------------------------------------------
+
+
+def track_lin_vel_xy_exp(command: torch.Tensor, lin_vel_b: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``exp(-|v_xy - cmd_xy|^2 / sigma)``: 1 when the planar velocity matches the command."""
+    return torch.exp(-(command[:, :2] - lin_vel_b[:, :2]).square().sum(-1) / sigma)
+
+
+def track_ang_vel_z_exp(command: torch.Tensor, ang_vel_b: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``exp(-(w_z - cmd_wz)^2 / sigma)``."""
+    return torch.exp(-(command[:, 2] - ang_vel_b[:, 2]).square() / sigma)
+
+
+def lin_vel_z_l2(lin_vel_b: torch.Tensor) -> torch.Tensor:
+    return lin_vel_b[:, 2].square()
+
+
+def ang_vel_xy_l2(ang_vel_b: torch.Tensor) -> torch.Tensor:
+    return ang_vel_b[:, :2].square().sum(-1)
+
+
+def flat_orientation_l2(gravity_b: torch.Tensor) -> torch.Tensor:
+    """Upright term: squared horizontal gravity (the same quantity as :func:`tilt_xy`)."""
+    return tilt_xy(gravity_b)
+
+
+def feet_air_time_biped(
+    air_time: torch.Tensor, contact_time: torch.Tensor, contact: torch.Tensor, command: torch.Tensor, threshold: float
+) -> torch.Tensor:
+    """Reward single stance: time the stance foot has been down (capped), only when asked to move.
+
+    A shuffle with both feet on the ground (the "slid 4.7 m with double support 1.0" failure) earns 0.
+    """
+    single_stance = contact.sum(-1) == 1
+    in_mode = torch.where(contact, contact_time, air_time)
+    reward = torch.where(single_stance, in_mode.amin(-1), torch.zeros_like(in_mode[:, 0]))
+    moving = command[:, :2].norm(dim=-1) > 0.1
+    return reward.clamp(max=threshold) * moving
+
+
+def feet_slide(contact: torch.Tensor, foot_lin_vel_w: torch.Tensor) -> torch.Tensor:
+    """Horizontal speed of feet that are on the ground ``[N]``."""
+    return (foot_lin_vel_w[..., :2].norm(dim=-1) * contact).sum(-1)
+
+
+def joint_deviation_l1(joint_pos_rel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Distance from the nominal pose of the masked joints (arms, waist, hip yaw/roll)."""
+    return (joint_pos_rel.abs() * mask).sum(-1)
+
+
+def joint_torques_l2(torque: torch.Tensor) -> torch.Tensor:
+    return torque.square().sum(-1)
+
+
+def joint_acc_l2(joint_vel: torch.Tensor, prev_joint_vel: torch.Tensor, dt: float) -> torch.Tensor:
+    return ((joint_vel - prev_joint_vel) / dt).square().sum(-1)
+
+
+def action_rate_l2(action: torch.Tensor, last_action: torch.Tensor) -> torch.Tensor:
+    return (action - last_action).square().sum(-1)

