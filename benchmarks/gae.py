@@ -41,6 +41,8 @@ from _common import (
     resolve_device,
 )
 
+from ppo_bootstrap import gae_triton  # noqa: E402  (after _common puts the repository on sys.path)
+
 HBM_BYTES_PER_S = 4.3e12
 # Minimum traffic of compute_gae per element: read rewards, values, next_values (3 x 4 B),
 # terminated, truncated (2 x 1 B); write advantages, returns (2 x 4 B).
@@ -136,6 +138,11 @@ def build_impls(d, gamma: float, lam: float, device: torch.device) -> tuple[dict
     impls["ppo_bootstrap fast"] = (fast, fast)
     impls["ppo_bootstrap fast+assemble"] = (fast_assemble, fast_assemble)
     impls["rsl_rl-style loop"] = (rsl_style, rsl_style)
+    if device.type == "cuda" and gae_triton.available():
+        def kernel_only():  # the fused kernel without compute_gae's argument checks and dispatch
+            return gae_triton.compute_gae_triton(*args)
+
+        impls["ppo_bootstrap kernel alone"] = (kernel_only, kernel_only)
 
     try:
         import importlib.metadata as md

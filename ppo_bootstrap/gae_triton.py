@@ -1,12 +1,16 @@
 """GAE as one fused GPU kernel: each program owns a block of env columns and walks time backwards.
 
 Reads ``r, V, V_next, terminated, truncated`` once and writes advantages and returns once, in a
-single launch, so the cost is the bytes moved rather than ``T`` kernel launches. Same semantics as
+single launch, so the cost is the bytes moved rather than ``T`` kernel launches. (A variant that
+loads a whole ``[T, 32]`` tile and solves the recursion as a reverse associative scan measured
+slower on an H200 at both 24 x 4096 and 64 x 65536, so this simpler kernel stays.) Same semantics as
 :func:`ppo_bootstrap.gae.compute_gae`, which dispatches here for float32 ``[T, N]`` CUDA tensors
 when Triton is importable.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -17,6 +21,7 @@ except ImportError:  # CPU-only installs: compute_gae keeps its torch implementa
     triton = None
 
 
+@functools.cache
 def available() -> bool:
     return triton is not None and torch.cuda.is_available()
 
@@ -45,6 +50,7 @@ if triton is not None:
             tl.store(returns + offs, running + v, mask=mask)
 
 
+
 BLOCK = 128
 
 
@@ -60,12 +66,11 @@ def compute_gae_triton(
     """``(advantages, returns)`` ``[T, N]`` float32 on CUDA; arguments as in ``compute_gae``."""
     T, N = rewards.shape
     rewards, values, next_values = (x.contiguous() for x in (rewards, values, next_values))
-    term = terminated.contiguous().view(torch.uint8)
-    trunc = truncated.contiguous().view(torch.uint8)
     advantages = torch.empty_like(rewards)
     returns = torch.empty_like(rewards)
     _gae_kernel[(triton.cdiv(N, BLOCK),)](
-        rewards, values, next_values, term, trunc, advantages, returns,
-        T, N, float(gamma), float(gamma * lam), BLOCK=BLOCK,
+        rewards, values, next_values,
+        terminated.contiguous().view(torch.uint8), truncated.contiguous().view(torch.uint8),
+        advantages, returns, T, N, float(gamma), float(gamma * lam), BLOCK=BLOCK,
     )
     return advantages, returns

@@ -209,7 +209,7 @@ class Runner:
                 if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
                     self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
                 # Every rank must stop at the same iteration, or the next collective would hang.
-                if distributed.all_reduce_sum_(torch.tensor(float(stop.requested))).item() > 0:
+                if distributed.all_reduce_sum_(torch.tensor(float(stop.requested), device=self.device)).item() > 0:
                     self.interrupted = True
                     if self.rank == 0:
                         print(f"stopping after iteration {self.iteration} on {stop.signal_name}", flush=True)

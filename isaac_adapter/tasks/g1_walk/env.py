@@ -307,28 +307,29 @@ class G1WalkEnv:
             s = PhysicsState(**{k: v.to(self.device) for k, v in s.as_dict().items()})
         return s
 
-    def _step_log(self, s: PhysicsState, truncated: torch.Tensor) -> dict[str, float]:
+    def _step_log(self, s: PhysicsState, truncated: torch.Tensor) -> dict[str, torch.Tensor]:
         """Scalars for ``info["log"]``: this step's episode ends by cause, and last-episode statistics.
 
-        The statistics are means over every env's most recent finished episode, so each key is
-        present at every step and any averaging over steps (the Runner's) stays a plain mean.
+        0-dim tensors on the env's device, so logging costs no host sync per step (the Runner reads
+        them once per iteration).
         """
         cause = self.termination_cause
         log = {
-            f"Episode_Termination/{name}": float((cause == code).sum())
+            f"Episode_Termination/{name}": (cause == code).sum().float()
             for code, name in enumerate(terms.CAUSE_NAMES)
             if code != terms.CAUSE_NONE
         }
-        log["Episode_Termination/time_out_and_fall"] = float((truncated & (cause != terms.CAUSE_TIMEOUT)).sum())
+        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != terms.CAUSE_TIMEOUT)).sum().float()
         below = s.root_pos_w[:, 2] < self.cfg.eval_success_height
-        log["Metrics/below_eval_success_height"] = float(below.float().mean())
+        log["Metrics/below_eval_success_height"] = below.float().mean()
         return log
 
-    def _last_episode_log(self) -> dict[str, float]:
-        finished = self.episodes_finished > 0
-        if not finished.any():
-            return {}
-        return {key: float(value[finished].mean()) for key, value in self.last_episode_stats.items()}
+    def _last_episode_log(self) -> dict[str, torch.Tensor]:
+        """Means over every env's most recent finished episode (0 until some env has finished one),
+        so each key is present at every step and averaging over steps stays a plain mean."""
+        finished = (self.episodes_finished > 0).float()
+        count = finished.sum().clamp_min(1.0)
+        return {key: (value * finished).sum() / count for key, value in self.last_episode_stats.items()}
 
     def _record_episode_end(self, env_ids: torch.Tensor) -> None:
         """Copy everything about the ending episodes into buffers that survive the reset."""
