@@ -188,6 +188,8 @@ class Runner:
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
+        if iterations > 0 and self.iteration == 0 and self.cfg.policy.obs_normalization and self.total_steps == 0:
+            self._warm_up_normalizers()
         with _StopOnSignal() as stop:
             for _ in range(iterations):
                 t0 = time.perf_counter()
@@ -216,6 +218,17 @@ class Runner:
                     break
         if self.cfg.log_dir and self.iteration > start_iteration:
             self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+
+    def _warm_up_normalizers(self) -> None:
+        """One rollout of the initial policy whose only use is observation statistics.
+
+        Normalizers move after each update, so without this the first update would see raw
+        observations (joint velocities of tens of rad/s) and its large first steps would drive the
+        adaptive learning rate to its floor before training starts.
+        """
+        self._collect()
+        obs = self.storage.data["obs"]
+        self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
 
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
         if self.rank != 0:
