@@ -74,3 +74,23 @@ class VecEnv(Protocol):
 def critic_obs(obs: ObsGroups) -> torch.Tensor:
     """The critic's input: the privileged group when the env provides one, else the policy group."""
     return obs.get(CRITIC, obs[POLICY])
+
+
+def check_actions(actions: torch.Tensor, num_envs: int, num_actions: int, device: torch.device) -> None:
+    """Raise ``ValueError`` naming the problem unless ``actions`` is a finite float ``[N, A]`` tensor on ``device``.
+
+    Envs call this first in ``step``, so a wrong action never reaches the physics (a ``[1, A]``
+    tensor would otherwise broadcast silently to every env).
+    """
+    if not isinstance(actions, torch.Tensor):
+        raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
+    if tuple(actions.shape) != (num_envs, num_actions):
+        raise ValueError(f"actions must have shape ({num_envs}, {num_actions}), got {tuple(actions.shape)}")
+    if not actions.is_floating_point():
+        raise ValueError(f"actions must be a floating-point tensor, got dtype {actions.dtype}")
+    device = torch.device(device)
+    if actions.device.type != device.type or (device.index is not None and actions.device.index != device.index):
+        raise ValueError(f"actions must be on the env's device {device}, got {actions.device}")
+    bad = ~torch.isfinite(actions).all(-1)
+    if bad.any():
+        raise ValueError(f"actions have NaN or inf for env ids {torch.nonzero(bad).flatten().tolist()}")

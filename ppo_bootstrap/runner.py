@@ -81,7 +81,8 @@ class Runner:
     def __init__(self, env: VecEnv, cfg: RunnerConfig | None = None, device: str | torch.device | None = None) -> None:
         self.env = env
         self.cfg = cfg or RunnerConfig()
-        self.device = torch.device(device) if device is not None else torch.device(env.device)
+        self.env_device = torch.device(env.device)
+        self.device = torch.device(device) if device is not None else self.env_device
         self.rank, self.world_size = distributed.rank(), distributed.world_size()
         # Ranks explore with different noise; the parameters are made identical by the broadcast below.
         seed_everything(self.cfg.seed + self.rank)
@@ -132,7 +133,7 @@ class Runner:
             dist, actor_state = policy.act(policy_obs, actor_state)
             actions = dist.sample()
             values, critic_state = policy.value(value_obs, critic_state)
-            result: StepResult = env.step(actions)
+            result: StepResult = env.step(actions.to(self.env_device))
             next_obs, reward, terminated, truncated = result.obs, result.reward, result.terminated, result.truncated
             final_obs, final_env_ids = result.final_obs, result.final_env_ids
             if self.cfg.non_finite_obs == "reset":

@@ -40,14 +40,24 @@ def test_g1_walk_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     assert (tmp_path / "model_1.pt").exists() and (tmp_path / "model_2.pt").exists()
     assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
 
-    # resume: the env continues from its saved physics rows and buffers
+    # resume: the next iteration after loading model_2.pt is the one the uninterrupted run takes,
+    # bit for bit (physics rows, task buffers and every RNG are in the checkpoint). The
+    # uninterrupted run goes first: both runners share this process's global RNG.
+    runner.learn(1)
+    expected = {k: v.clone() for k, v in runner.policy.state_dict().items()}
     resumed = make_runner()
     resumed.load(tmp_path / "model_2.pt")
     assert resumed.iteration == 2
-    assert torch.equal(resumed.env.episode_step, runner.env.episode_step)
-    assert torch.equal(resumed.env.current_observations()["critic"], runner.env.current_observations()["critic"])
     resumed.learn(1)
     assert resumed.iteration == 3
+    assert torch.equal(resumed.env.episode_step, runner.env.episode_step)
+    assert torch.equal(resumed.env.current_observations()["critic"], runner.env.current_observations()["critic"])
+    for key, value in expected.items():
+        assert torch.equal(resumed.policy.state_dict()[key], value), key
+    timing = {"perf/collection_s", "perf/learning_s", "perf/steps_per_s"}
+    assert {k: v for k, v in resumed.last_stats.items() if k not in timing} == {
+        k: v for k, v in runner.last_stats.items() if k not in timing
+    }
 
 
 def test_example_script_trains_and_writes_a_checkpoint(tmp_path: Path) -> None:

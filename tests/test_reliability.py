@@ -170,3 +170,48 @@ def test_soak_frequent_resets_and_blow_ups_keep_memory_flat():
     assert broken > 0
     assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
     assert growth < 15.0, f"resident memory grew {growth:.1f} MB over 200 iterations"
+
+
+def _g1_env():
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+
+    return G1WalkEnv(G1WalkConfig(num_envs=3, seed=0))
+
+
+def _time_limit_env():
+    from ppo_bootstrap.envs import TimeLimitEnv
+
+    return TimeLimitEnv(num_envs=3, episode_length=5)
+
+
+@pytest.mark.parametrize("make_env", [_time_limit_env, _g1_env], ids=["time_limit", "g1"])
+@pytest.mark.parametrize(
+    "bad,message",
+    [(lambda n, a: torch.zeros(1, a), r"actions must have shape \(3, \d+\), got \(1, \d+\)"),
+     (lambda n, a: torch.zeros(n, a, dtype=torch.long), "actions must be a floating-point tensor"),
+     (lambda n, a: torch.zeros(n, a, device="meta"), "actions must be on the env's device cpu, got meta"),
+     (lambda n, a: torch.zeros(n, a).index_fill_(0, torch.tensor([2]), float("nan")), r"NaN or inf for env ids \[2\]")],
+    ids=["shape", "dtype", "device", "nan"],
+)
+def test_bad_actions_are_rejected_before_the_physics_moves(make_env, bad, message):
+    env = make_env()
+    env.reset()
+    before = _flat_tensors(env.state_dict())
+    assert before
+    with pytest.raises(ValueError, match=message):
+        env.step(bad(env.num_envs, env.num_actions))
+    after = _flat_tensors(env.state_dict())
+    for key, value in before.items():  # nothing moved
+        assert torch.equal(after[key], value), key
+
+
+def _flat_tensors(state, prefix=""):
+    out = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            out.update(_flat_tensors(value, f"{prefix}{key}/"))
+        elif torch.is_tensor(value):
+            out[prefix + key] = value.clone()
+        elif hasattr(value, "__array__"):
+            out[prefix + key] = torch.as_tensor(value).clone()
+    return out

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ppo_bootstrap.env import POLICY, ObsGroups, StepResult
+from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, check_actions
 from ppo_bootstrap.episode import EpisodeProtocolError, done_mask
 
 from isaac_adapter.adapters._common import empty_rows, resolve_groups
@@ -125,6 +125,7 @@ class GymnasiumVecEnv:
         return None if pending is None else np.asarray(pending, dtype=bool)
 
     def step(self, actions: torch.Tensor) -> StepResult:
+        check_actions(actions, self.num_envs, self.num_actions, self.device)
         if self.autoreset_mode != SAME_STEP:
             pending = self._pending_autoreset()
             if pending is not None and pending.any():

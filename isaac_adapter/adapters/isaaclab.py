@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
 from ppo_bootstrap.episode import EpisodeProtocolError, done_mask
 
 from isaac_adapter.adapters._common import (
@@ -283,6 +283,7 @@ class IsaacLabVecEnv:
         return select_groups(obs, self._groups_for(obs), "reset() obs")
 
     def step(self, actions: torch.Tensor) -> StepResult:
+        check_actions(actions, self.num_envs, self.num_actions, self.device)
         if self.clip_actions is not None:
             actions = actions.clamp(-self.clip_actions, self.clip_actions)
         if self.final_obs_mode == "hook":

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
 from ppo_bootstrap.episode import EpisodeProtocolError, done_mask
 
 from isaac_adapter.adapters._common import (
@@ -90,6 +90,7 @@ class MjlabVecEnv:
         return {k: v.clone() for k, v in select_groups(obs, self._groups_for(obs), "reset() obs").items()}
 
     def step(self, actions: torch.Tensor) -> StepResult:
+        check_actions(actions, self.num_envs, self.num_actions, self.device)
         if self.clip_actions is not None:
             actions = actions.clamp(-self.clip_actions, self.clip_actions)
         obs_raw, reward, terminated, truncated, extras = self.unwrapped.step(actions.to(self.device))

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, check_actions
 
 
 class TimeLimitEnv:
@@ -65,8 +65,7 @@ class TimeLimitEnv:
         return {k: v.clone() for k, v in self.obs.items()}
 
     def step(self, actions: torch.Tensor) -> StepResult:
-        if actions.shape != (self.num_envs, self.num_actions):
-            raise ValueError(f"actions must have shape {(self.num_envs, self.num_actions)}, got {tuple(actions.shape)}")
+        check_actions(actions, self.num_envs, self.num_actions, self.device)
         self.step_count += 1
         reward = torch.full((self.num_envs,), self.reward, device=self.device)
         truncated = self.step_count >= self.episode_length

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, check_actions
 
 from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk import terms
@@ -179,7 +179,8 @@ class G1WalkEnv:
     def step(self, actions: torch.Tensor) -> StepResult:
         """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step."""
         cfg, w = self.cfg, self.cfg.rewards
-        actions = actions.to(self.device, torch.float32).clamp(-cfg.action_clip, cfg.action_clip)
+        check_actions(actions, self.num_envs, self.num_actions, self.device)
+        actions = actions.to(torch.float32).clamp(-cfg.action_clip, cfg.action_clip)
         self.backend.step((self.nominal_joint_pos + cfg.action_scale * actions).to(self.backend.device))
         self.episode_step += 1
         s = self.state = self._read_state()
