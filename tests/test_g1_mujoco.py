@@ -108,3 +108,27 @@ def test_state_dict_resumes_bit_for_bit(env: G1WalkEnv) -> None:
         assert torch.equal(r1.obs["critic"], r2.obs["critic"])
         assert torch.equal(r1.reward, r2.reward)
         assert torch.equal(r1.final_env_ids, r2.final_env_ids)
+
+
+def test_held_commands_survive_resets_and_seeded_resets_repeat():
+    import torch
+
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+
+    env = G1WalkEnv(G1WalkConfig(num_envs=4, seed=0))
+    first = env.reset(seed=7)["critic"].clone()
+    sampled = env.command.clone()
+    assert torch.equal(env.reset(seed=7)["critic"], first) and torch.equal(env.command, sampled)
+    obs = env.set_commands(torch.tensor([0.5, 0.0, 0.0]))
+    assert torch.allclose(env.command, torch.tensor([0.5, 0.0, 0.0]).expand(4, 3))
+    assert not torch.equal(obs["policy"], first[:, : obs["policy"].shape[1]])  # the command is observed
+    ended = torch.zeros(4, dtype=torch.bool)
+    for _ in range(150):  # zero actions: every robot falls within ~1.4 s and is reset
+        ended |= (r := env.step(torch.zeros(4, env.num_actions))).terminated | r.truncated
+        if ended.all():
+            break
+    assert ended.all()
+    assert torch.allclose(env.command, torch.tensor([0.5, 0.0, 0.0]).expand(4, 3))
+    env.set_commands(None)
+    env.reset()
+    assert not torch.allclose(env.command, torch.tensor([0.5, 0.0, 0.0]).expand(4, 3))

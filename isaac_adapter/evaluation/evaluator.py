@@ -77,7 +77,7 @@ class G1WalkProbe:
 
     Reads the env's public buffers: ``state`` (after any same-step reset), ``terminal_state`` and
     ``terminal_task["command"]`` (rows of ``final_env_ids`` hold the pre-reset snapshot when ``step``
-    returns), ``command``, ``generator``, ``current_observations()`` and ``info["termination_cause"]``.
+    returns), ``command``, ``reset(seed=...)``, ``set_commands(...)`` and ``info["termination_cause"]``.
     """
 
     def __init__(self, env: Any) -> None:
@@ -91,17 +91,8 @@ class G1WalkProbe:
         self.evaluation_rule = ThresholdSet.evaluation(env.cfg)
 
     def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
-        env = self.env
-        if hasattr(env, "set_commands") and hasattr(env, "reset_with_seed"):
-            obs = env.reset_with_seed(seed)
-            return obs if commands is None else env.set_commands(commands)
-        # until the env offers those two calls: reseed its generator and overwrite the command buffer
-        env.generator.manual_seed(seed)
-        obs = env.reset()
-        if commands is None:
-            return obs
-        env.command[:] = commands.to(env.command.device, env.command.dtype)
-        return env.current_observations()
+        obs = self.env.reset(seed=seed)
+        return self.env.set_commands(commands) if commands is not None else obs
 
     def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor) -> StepSample:
         terms = self._terms

@@ -137,6 +137,7 @@ class G1WalkEnv:
         # per-episode histories, cleared on reset
         self.episode_step = torch.zeros(n, **long)
         self.command = torch.zeros(n, 3, device=dev)
+        self.held_command: torch.Tensor | None = None  # set_commands: fixed commands that survive resets
         self.last_action = torch.zeros(n, j, device=dev)
         self.prev_joint_vel = torch.zeros(n, j, device=dev)
         self.air_time = torch.zeros(n, f, device=dev)
@@ -170,8 +171,11 @@ class G1WalkEnv:
 
     # -- VecEnv --------------------------------------------------------------------------------
 
-    def reset(self) -> ObsGroups:
-        """Reset every env; return the initial observation groups."""
+    def reset(self, seed: int | None = None) -> ObsGroups:
+        """Reset every env (reseeding the task's generator first when ``seed`` is given); return
+        the initial observation groups."""
+        if seed is not None:
+            self.generator.manual_seed(seed)
         self._reset_idx(torch.arange(self.num_envs, device=self.device))
         self.state = self._read_state()
         return self.observations_from(self.state, self.command, self.last_action, self.air_time)
@@ -355,6 +359,18 @@ class G1WalkEnv:
         for name, total in self.episode_sums.items():
             stats[f"Episode_Reward/{name}"][env_ids] = total[env_ids] / seconds
 
+    def set_commands(self, commands: torch.Tensor | None) -> ObsGroups:
+        """Hold ``commands`` ``[N, 3]`` (v_x, v_y, w_z) in every env from now on, through resets too
+        (evaluation with fixed commands); ``None`` returns to sampling a command at each reset.
+        Returns the observations of the current state under the new commands."""
+        if commands is None:
+            self.held_command = None
+            return self.current_observations()
+        commands = torch.as_tensor(commands, dtype=torch.float32, device=self.device).expand(self.num_envs, 3)
+        self.held_command = commands.clone()
+        self.command[:] = self.held_command
+        return self.current_observations()
+
     def _sample_commands(self, k: int) -> torch.Tensor:
         ranges = torch.tensor(
             [self.cfg.lin_vel_x_range, self.cfg.lin_vel_y_range, self.cfg.ang_vel_z_range], device=self.device
@@ -373,7 +389,8 @@ class G1WalkEnv:
         physics = self.backend.device
         self.backend.reset_envs(env_ids.to(physics), qpos.to(physics), qvel.to(physics))
 
-        self.command[env_ids] = self._sample_commands(k)
+        sampled = self._sample_commands(k)  # drawn even when held, so the random stream does not depend on it
+        self.command[env_ids] = sampled if self.held_command is None else self.held_command[env_ids]
         self.episode_step[env_ids] = 0
         self.last_action[env_ids] = 0.0
         self.prev_joint_vel[env_ids] = 0.0
@@ -407,6 +424,7 @@ class G1WalkEnv:
             "terminal_state": {k: v.clone() for k, v in self.terminal_state.as_dict().items()},
             "terminal_task": {k: v.clone() for k, v in self.terminal_task.items()},
             "generator": self.generator.get_state(),
+            "held_command": None if self.held_command is None else self.held_command.clone(),
         }
 
     def _physics_signature(self) -> dict[str, Any]:
@@ -429,6 +447,8 @@ class G1WalkEnv:
         self.terminal_state = PhysicsState(**{k: v.clone().to(self.device) for k, v in state["terminal_state"].items()})
         self.terminal_task = {k: v.clone().to(self.device) for k, v in state["terminal_task"].items()}
         self.generator.set_state(state["generator"])
+        held = state.get("held_command")
+        self.held_command = None if held is None else held.clone().to(self.device)
         self.state = self._read_state()
 
     def current_observations(self) -> ObsGroups:
