@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
         help="CPU threads for torch; physics already uses every core, and spinning torch threads "
         "competing with it made 64-env policy inference 25x slower on 2 cores (0: torch default)",
     )
+    parser.add_argument("--no-validate", action="store_true",
+                        help="skip the per-step env contract checks (each costs a host sync on GPU)")
     parser.add_argument("--eval", metavar="CHECKPOINT", default=None,
                         help="evaluate CHECKPOINT instead of training; further flags go to examples/g1_eval.py "
                         "(--sweep 0.60,0.50,0.45 --dataset out.parquet --num-envs ... --horizon-s ...)")
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> Runner | None:
         save_interval=args.save_interval,
         log_dir=log_dir,
         seed=args.seed,
+        validate_env_output=not args.no_validate,
         ppo=PPOConfig(),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
