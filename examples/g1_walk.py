@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> Runner | None:
             f"episode {env.max_episode_length} steps, logs in {log_dir}"
         )
     runner.learn(args.iterations)
+    if distributed.is_distributed():
+        torch.distributed.destroy_process_group()
     return runner
 
 

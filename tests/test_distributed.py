@@ -20,6 +20,14 @@ def rank_data(rank: int) -> torch.Tensor:
     return torch.randn(50 + 30 * rank, 3, generator=g) * (rank + 1) + 4 * rank  # ranks see different data
 
 
+def make_runner(seed_env: int) -> Runner:
+    env = TimeLimitEnv(num_envs=8, episode_length=12, privileged_dim=1, fall_probability=0.05, seed=seed_env)
+    cfg = RunnerConfig(num_steps_per_env=8, console=False, seed=5,
+                       ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=2),
+                       policy=PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    return Runner(env, cfg)
+
+
 def _worker(rank: int, port: int, out_dir: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -29,27 +37,35 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         norm.update(rank_data(rank))
         adv = normalize_global(rank_data(rank)[:, 0].contiguous())
 
-        env = TimeLimitEnv(num_envs=8, episode_length=12, privileged_dim=1, fall_probability=0.05, seed=rank)
-        cfg = RunnerConfig(num_steps_per_env=8, console=False, seed=5,
-                           ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=2),
-                           policy=PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
-        runner = Runner(env, cfg)
+        runner = make_runner(seed_env=rank)
+        runner.load(os.path.join(out_dir, "single.pt"))  # saved by one process: resumes under two
+        loaded = {k: v.clone() for k, v in runner.policy.state_dict().items()}
         runner.learn(3)
+        runner.save(os.path.join(out_dir, "two.pt"))  # rank 0 alone writes
         torch.save({"norm": norm.state_dict(), "adv": adv, "policy": runner.policy.state_dict(),
-                    "lr": runner.alg.learning_rate, "obs0": runner.storage.data["obs", "policy"][0, 0].clone()},
+                    "lr": runner.alg.learning_rate, "obs0": runner.storage.data["obs", "policy"][0, 0].clone(),
+                    "loaded": loaded, "iteration": runner.iteration},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("dist")
+
+
+@pytest.fixture(scope="module")
+def results(out_dir):
+    out = out_dir
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    single = make_runner(seed_env=0)
+    single.learn(1)
+    single.save(out / "single.pt")
     mp.spawn(_worker, args=(port, str(out)), nprocs=WORLD, join=True)
     return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
@@ -76,3 +92,17 @@ def test_advantage_normalization_uses_the_global_batch(results):
     expected = (union - union.mean()) / (union.std() + 1e-8)
     got = torch.cat([results[r]["adv"] for r in range(WORLD)])
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_checkpoints_move_between_world_sizes(results, out_dir):
+    single = torch.load(out_dir / "single.pt", weights_only=False)
+    for r in range(WORLD):
+        assert all(torch.equal(results[r]["loaded"][k], v) for k, v in single["policy"].items())
+        assert results[r]["iteration"] == single["iteration"] + 3
+    two = torch.load(out_dir / "two.pt", weights_only=False)
+    assert two["world_size"] == WORLD and two["iteration"] == single["iteration"] + 3
+    resumed = make_runner(seed_env=0)
+    resumed.load(out_dir / "two.pt")  # written under two processes: resumes under one
+    assert all(torch.equal(resumed.policy.state_dict()[k], v) for k, v in results[0]["policy"].items())
+    resumed.learn(1)
+    assert resumed.iteration == two["iteration"] + 1
