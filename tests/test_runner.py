@@ -114,6 +114,8 @@ class BrokenEnv(ScriptedEnv):
             result.reward[2] = float("inf")
         if self.fault == "int_flags":
             result.truncated = result.truncated.int()
+        if self.fault == "short_flags":
+            result.terminated = result.terminated[:2]
         return result
 
 
@@ -124,7 +126,8 @@ class BrokenEnv(ScriptedEnv):
      ("nan_final", r"final_obs\['policy'\] has NaN or inf for env ids \[1\]"),
      ("nan_reward", r"reward has NaN or inf for env ids \[2\]"),
      ("nan_obs", r"obs\['policy'\] has NaN or inf for env ids \[0\]"),
-     ("int_flags", r"truncated must be a bool tensor")],
+     ("int_flags", r"truncated must be a bool tensor"),
+     ("short_flags", r"terminated must have shape \(3,\), got \(2,\)")],
 )
 def test_contract_violations_raise_before_any_update(tmp_path, fault, message):
     runner = Runner(BrokenEnv(fault), RunnerConfig(num_steps_per_env=4, console=False,
