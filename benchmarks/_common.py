@@ -21,12 +21,14 @@ except ImportError:
 from ppo_bootstrap.episode import assemble_next_values  # noqa: E402
 
 __all__ = [
+    "add_rollout_args",
     "assemble_next_values",
     "compute_gae",
     "compute_gae_reference",
     "format_table",
     "machine_line",
     "resolve_device",
+    "resolve_rollout_args",
 ]
 
 
@@ -35,6 +37,31 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda requested but torch.cuda.is_available() is False")
     return device
+
+
+def add_rollout_args(p, per: str) -> None:
+    """The rollout-size and timing flags the learner and bootstrap-cost scripts share."""
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--num-envs", type=int, default=None,
+                   help="envs N (default: 4096 on CUDA; 1024 on CPU, where 4096 x 24 takes ~30 s per iteration)")
+    p.add_argument("--steps", type=int, default=24, help="rollout length T per env")
+    p.add_argument("--repeats", type=int, default=None, help=f"timed iterations per {per} (default: 5 CPU, 20 CUDA)")
+    p.add_argument("--warmup", type=int, default=None, help=f"untimed iterations per {per} (default: 1 CPU, 3 CUDA)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: on a small shared CPU, OpenMP barriers make 2+ threads noisy)")
+
+
+def resolve_rollout_args(a) -> tuple[torch.device, int, int]:
+    """Apply ``--threads``, fill the size and repeat defaults of the device; ``(device, repeats, warmup)``."""
+    device = resolve_device(a.device)
+    cuda = device.type == "cuda"
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    a.num_envs = a.num_envs if a.num_envs is not None else (4096 if cuda else 1024)
+    repeats = a.repeats if a.repeats is not None else (20 if cuda else 5)
+    warmup = a.warmup if a.warmup is not None else (3 if cuda else 1)
+    return device, repeats, warmup
 
 
 def machine_line(device: torch.device) -> str:

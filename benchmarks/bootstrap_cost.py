@@ -36,7 +36,7 @@ import time
 
 import torch
 
-from _common import format_table, machine_line, resolve_device
+from _common import add_rollout_args, format_table, machine_line, resolve_rollout_args
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig  # noqa: E402
 from ppo_bootstrap.envs import TimeLimitEnv  # noqa: E402
@@ -154,25 +154,11 @@ def storage_side_cost(runner: Runner, device: torch.device, repeats: int, warmup
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--num-envs", type=int, default=None,
-                   help="envs N (default: 4096 on CUDA; 1024 on CPU, where 4096 x 24 takes ~30 s per iteration)")
-    p.add_argument("--steps", type=int, default=24, help="rollout length T per env")
-    p.add_argument("--repeats", type=int, default=None, help="timed iterations per mode (default: 5 CPU, 20 CUDA)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed iterations per mode (default: 1 CPU, 3 CUDA)")
+    add_rollout_args(p, per="mode")
     p.add_argument("--episode-length", type=int, default=1000, help="time limit in steps (staggered starts)")
     p.add_argument("--fall-probability", type=float, default=0.002, help="per-step probability of a fall")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: on a small shared CPU, OpenMP barriers make 2+ threads noisy)")
     a = p.parse_args()
-    device = resolve_device(a.device)
-    cuda = device.type == "cuda"
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    a.num_envs = a.num_envs if a.num_envs is not None else (4096 if cuda else 1024)
-    repeats = a.repeats if a.repeats is not None else (20 if cuda else 5)
-    warmup = a.warmup if a.warmup is not None else (3 if cuda else 1)
+    device, repeats, warmup = resolve_rollout_args(a)
 
     print(machine_line(device))
     print(f"TimeLimitEnv {a.num_envs} envs x {a.steps} steps, obs policy {POLICY_DIM} / critic "

@@ -48,7 +48,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from _common import format_table, machine_line, resolve_device
+from _common import add_rollout_args, format_table, machine_line, resolve_rollout_args
 
 from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage  # noqa: E402
 
@@ -260,25 +260,12 @@ def time_interleaved(learners: list[Learner], device: torch.device, warmup: int,
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--num-envs", type=int, default=None,
-                   help="envs N (default: 4096 on CUDA; 1024 on CPU, where 4096 x 24 takes ~30 s per iteration)")
-    p.add_argument("--steps", type=int, default=24, help="rollout length T per env")
-    p.add_argument("--repeats", type=int, default=None, help="timed iterations per learner (default: 5 CPU, 20 CUDA)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed iterations per learner (default: 1 CPU, 3 CUDA)")
+    add_rollout_args(p, per="learner")
     p.add_argument("--p-term", type=float, default=0.002, help="fraction of env steps that end in a fall")
     p.add_argument("--p-trunc", type=float, default=0.001, help="fraction of env steps that end in a timeout")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: on a small shared CPU, OpenMP barriers make 2+ threads noisy)")
     a = p.parse_args()
-    device = resolve_device(a.device)
-    cuda = device.type == "cuda"
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    repeats = a.repeats if a.repeats is not None else (20 if cuda else 5)
-    warmup = a.warmup if a.warmup is not None else (3 if cuda else 1)
-    T, N = a.steps, a.num_envs if a.num_envs is not None else (4096 if cuda else 1024)
+    device, repeats, warmup = resolve_rollout_args(a)
+    T, N = a.steps, a.num_envs
     if (T * N) % HYPER["num_mini_batches"]:
         raise SystemExit(f"{T} x {N} samples do not split into {HYPER['num_mini_batches']} mini-batches")
 
