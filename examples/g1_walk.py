@@ -6,6 +6,7 @@
     python examples/g1_walk.py --device cuda --backend warp --num-envs 4096   # MuJoCo Warp on a GPU
     torchrun --nproc-per-node 2 examples/g1_walk.py --device cuda --backend warp --num-envs 4096
     python examples/g1_walk.py --eval runs/g1_walk/model_1500.pt --sweep 0.60,0.50,0.45
+    python examples/g1_walk.py --play runs/g1_walk/model_1500.pt --video g1.gif      # watch it
     tensorboard --logdir runs
 
 The console prints one block per iteration (steps/s, losses, falls by cause vs timeouts);
@@ -21,6 +22,8 @@ import time
 
 # running the file directly puts examples/ on sys.path, not the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if "--play" in sys.argv:  # MuJoCo picks its OpenGL backend at import time; EGL renders headless
+    os.environ.setdefault("MUJOCO_GL", "egl")
 
 import torch  # noqa: E402
 
@@ -51,6 +54,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     )
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the per-step env contract checks (each costs a host sync on GPU)")
+    parser.add_argument("--play", metavar="CHECKPOINT", default=None,
+                        help="run CHECKPOINT in one env on CPU MuJoCo and write a GIF (--video)")
+    parser.add_argument("--video", default="g1_play.gif", help="--play: where the GIF goes")
+    parser.add_argument("--play-seconds", type=float, default=8.0)
+    parser.add_argument("--command", default="0.5,0.0,0.0", help="--play: v_x,v_y,w_z held during the clip")
+    parser.add_argument("--size", default="480x320", help="--play: frame WIDTHxHEIGHT")
+    parser.add_argument("--fps", type=int, default=25, help="--play: frames per second of the GIF")
     parser.add_argument("--eval", metavar="CHECKPOINT", default=None,
                         help="evaluate CHECKPOINT instead of training; further flags go to examples/g1_eval.py "
                         "(--sweep 0.60,0.50,0.45 --dataset out.parquet --num-envs ... --horizon-s ...)")
@@ -66,6 +76,9 @@ def main(argv: list[str] | None = None) -> Runner | None:
         return None
     if rest:
         raise SystemExit(f"unrecognized arguments: {' '.join(rest)}")
+    if args.play:
+        play(args)
+        return None
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     device = distributed.init_from_env(args.device)  # a no-op unless launched by torchrun
@@ -101,6 +114,20 @@ def main(argv: list[str] | None = None) -> Runner | None:
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()
     return runner
+
+
+def play(args: argparse.Namespace) -> None:
+    from isaac_adapter.evaluation import ActorCriticPolicy, load_checkpoint_policy
+    from isaac_adapter.evaluation.render import render_rollout, save_gif
+
+    env = G1WalkEnv(G1WalkConfig(num_envs=1, seed=args.seed, model_variant=args.model_variant))
+    env.reset(seed=args.seed)
+    obs = env.set_commands(torch.tensor([float(x) for x in args.command.split(",")]))
+    policy = ActorCriticPolicy(load_checkpoint_policy(args.play, obs, env.num_actions), num_envs=1)
+    width, height = (int(x) for x in args.size.split("x"))
+    frames, frame_s = render_rollout(env, policy, args.play_seconds, width=width, height=height, fps=args.fps)
+    save_gif(frames, args.video, frame_s)
+    print(f"wrote {args.video}: {len(frames)} frames, {args.play_seconds:.1f} s at command {args.command}")
 
 
 if __name__ == "__main__":
