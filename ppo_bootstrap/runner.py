@@ -148,7 +148,7 @@ class Runner:
             terminated, truncated = terminated.to(self.device), truncated.to(self.device)
             storage.add(
                 self.obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values,
-                reward, terminated, truncated, self._to_device(final_obs), final_env_ids,
+                reward, terminated, truncated, final_obs, final_env_ids,  # storage moves the rows to its device
                 critic_state,  # before the reset below: V(s_final) continues this episode's memory
             )
 
@@ -189,7 +189,7 @@ class Runner:
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
-        if iterations > 0 and self.iteration == 0 and self.cfg.policy.obs_normalization and self.total_steps == 0:
+        if iterations > 0 and self.total_steps == 0 and self.cfg.policy.obs_normalization:
             self._warm_up_normalizers()
         with _StopOnSignal() as stop:
             for _ in range(iterations):

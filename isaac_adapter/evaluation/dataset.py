@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 import torch
 
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult
+from ppo_bootstrap.episode import done_mask
 
 FORMAT = "ppo_bootstrap.episodes/1"
 
@@ -119,7 +120,7 @@ class EpisodeDatasetWriter:
         n = self.num_envs
         terminated = result.terminated.detach().cpu().numpy().astype(bool)
         truncated = result.truncated.detach().cpu().numpy().astype(bool)
-        ended = terminated | truncated
+        ended = done_mask(terminated, truncated)
         final_ids = result.final_env_ids.detach().cpu().numpy()
         if not np.array_equal(np.flatnonzero(ended), final_ids):
             raise ValueError(f"final_env_ids {final_ids.tolist()} differ from the ended envs {np.flatnonzero(ended).tolist()}")
@@ -160,7 +161,7 @@ class EpisodeDatasetWriter:
         self.rollout_step += 1
 
     def _cause_strings(self, terminated: np.ndarray, truncated: np.ndarray, cause: torch.Tensor | None) -> np.ndarray:
-        ended = terminated | truncated
+        ended = done_mask(terminated, truncated)
         if cause is not None and self.cause_names is not None:
             codes = cause.detach().cpu().numpy()
             names = np.array([self.cause_names[int(c)] for c in codes], dtype=object)

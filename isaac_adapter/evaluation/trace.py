@@ -18,6 +18,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from ppo_bootstrap.episode import done_mask
+
 NEVER = -1  # step index of an event that did not happen inside the trace
 
 
@@ -124,7 +126,7 @@ def first_done_step(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.
     Args:
         terminated, truncated: ``[T, N]`` bool.
     """
-    done = terminated | truncated
+    done = done_mask(terminated, truncated)
     steps = torch.arange(done.shape[0], device=done.device).unsqueeze(-1).expand_as(done)
     big = torch.full_like(steps, done.shape[0])
     first = torch.where(done, steps, big).amin(dim=0)

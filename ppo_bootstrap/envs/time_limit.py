@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, check_actions
+from ppo_bootstrap.episode import done_mask
 
 
 class TimeLimitEnv:
@@ -72,7 +73,7 @@ class TimeLimitEnv:
         fall_draw = torch.rand(self.num_envs, generator=self.generator, device=self.device)
         terminated = fall_draw < self.fall_probability
         next_obs = self._sample_obs(self.num_envs)  # the true next state of every env
-        ended = torch.nonzero(terminated | truncated).flatten()
+        ended = torch.nonzero(done_mask(terminated, truncated)).flatten()
         final_obs = {k: v[ended].clone() for k, v in next_obs.items()}
         if ended.numel():  # same-step auto-reset: ended envs start over and show a fresh state
             reset_obs = self._sample_obs(ended.numel())

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, check_actions
+from ppo_bootstrap.episode import done_mask
 
 from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk import terms
@@ -242,7 +243,7 @@ class G1WalkEnv:
         self.prev_joint_vel = s.joint_vel
         obs = self.observations_from(s, self.command, self.last_action, self.air_time)
 
-        done = terminated | truncated
+        done = done_mask(terminated, truncated)
         final_env_ids = torch.nonzero(done).flatten()
         log = self._step_log(s, truncated)
         if final_env_ids.numel() > 0:
