@@ -4,6 +4,7 @@ a threshold sweep over one set of rollouts, an optional episode dataset, and plo
     python examples/g1_eval.py runs/g1_walk/model_1500.pt
     python examples/g1_eval.py runs/g1_walk/model_1500.pt --sweep 0.60,0.50,0.45 --dataset eval.parquet
     python examples/g1_eval.py zero --horizon-s 3 --num-envs 8      # the zero-action stand test
+    python examples/g1_eval.py model.pt --backend warp --device cuda --num-envs 1024 --command env
 
 Prints the evaluation summary, a per-env table and the sweep table; writes survival.png,
 causes.png, first_crossings.png and foot_contacts.png into --out-dir.
@@ -12,6 +13,7 @@ causes.png, first_crossings.png and foot_contacts.png into --out-dir.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -25,6 +27,8 @@ from isaac_adapter.evaluation import (  # noqa: E402
     ThresholdSet, load_checkpoint_policy, zero_policy,
 )
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
+from isaac_adapter.tasks.g1_walk.config import gait_clock_config  # noqa: E402
+from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,8 +44,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out-dir", default="eval_out")
     parser.add_argument("--model-variant", default=None, help="G1 model variant (default: the task's)")
     parser.add_argument("--physics-threads", type=int, default=0, help="0: every core")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="mujoco",
+                        help="physics: mujoco (CPU) or warp (MuJoCo Warp, on --device)")
+    parser.add_argument("--device", default="cpu", help="where the env (warp) and the policy run")
     parser.add_argument("--env-rows", type=int, default=16, help="per-env rows printed")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--gait-clock", action="store_true", help="the task variant with the gait clock (as trained)")
+    parser.add_argument("--summary-json", default=None, help="write the headline numbers and the verdict here")
     return parser.parse_args(argv)
 
 
@@ -56,10 +65,14 @@ def evaluate_checkpoint(
     eval_height: float | None = None,
     gait: GaitThresholds | None = None,
     env_cfg: G1WalkConfig | None = None,
+    backend: str = "mujoco",
 ) -> EvalReport:
-    """The Python API behind the command line: build the env, load the policy, evaluate."""
+    """The Python API behind the command line: build the env, load the policy, evaluate.
+
+    The policy runs on the env's device (``env_cfg.device``).
+    """
     cfg = env_cfg or G1WalkConfig(num_envs=num_envs, seed=seed)
-    env = G1WalkEnv(cfg)
+    env = G1WalkEnv(cfg, backend=backend)
     probe = G1WalkProbe(env)
     eval_rule = ThresholdSet.evaluation(cfg, eval_height) if eval_height is not None else None
     evaluator = Evaluator(probe, EvalConfig(horizon_s=horizon_s, seed=seed, commands=commands,
@@ -68,7 +81,8 @@ def evaluate_checkpoint(
         policy = zero_policy(env.num_actions)
     else:
         obs = env.reset()
-        policy = ActorCriticPolicy(load_checkpoint_policy(checkpoint, obs, env.num_actions), env.num_envs)
+        actor_critic = load_checkpoint_policy(checkpoint, obs, env.num_actions, device=str(env.device))
+        policy = ActorCriticPolicy(actor_critic, env.num_envs, device=env.device)
     recorder = None
     if dataset:
         recorder = EpisodeDatasetWriter(dataset, env.num_envs, probe.dt, groups=("policy", "critic"),
@@ -92,14 +106,21 @@ def main(argv: list[str] | None = None) -> EvalReport:
     if commands is not None and len(commands) != 3:
         raise SystemExit(f"--command needs v_x,v_y,w_z, got {args.command!r}")
     heights = tuple(float(v) for v in args.sweep.split(",") if v.strip()) if args.sweep else ()
-    cfg_kwargs = {"num_envs": args.num_envs, "seed": args.seed, "physics_threads": args.physics_threads}
+    cfg_kwargs = {"num_envs": args.num_envs, "seed": args.seed, "physics_threads": args.physics_threads,
+                  "device": args.device if args.backend == "warp" else "cpu"}
     if args.model_variant:
         cfg_kwargs["model_variant"] = args.model_variant
     report = evaluate_checkpoint(
         args.checkpoint, args.num_envs, args.horizon_s, heights, commands, args.seed, args.dataset,
-        args.eval_height, env_cfg=G1WalkConfig(**cfg_kwargs),
+        args.eval_height, env_cfg=(gait_clock_config if args.gait_clock else G1WalkConfig)(**cfg_kwargs),
+        backend=args.backend,
     )
     print(report.format(args.env_rows))
+    if args.summary_json:
+        summary = {"checkpoint": args.checkpoint, "backend": args.backend, "command": args.command,
+                   "horizon_s": args.horizon_s, "seed": args.seed, **report.summary(), "verdict": report.verdict()}
+        with open(args.summary_json, "w") as f:
+            json.dump(summary, f, indent=1)
     if args.dataset:
         print(f"episodes written to {args.dataset}")
     if not args.no_plots:

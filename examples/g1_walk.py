@@ -31,10 +31,11 @@ from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, distrib
 
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
+from isaac_adapter.tasks.g1_walk.config import gait_clock_config  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num-envs", type=int, default=64, help="envs per process")
     parser.add_argument("--iterations", type=int, default=1500)
@@ -42,11 +43,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="mujoco",
                         help="physics: mujoco (CPU threads) or warp (MuJoCo Warp on --device)")
     parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
+    parser.add_argument("--gait-clock", action="store_true",
+                        help="the task with a 0.8 s gait clock in the observation and its rewards (train, --eval, --play alike)")
     parser.add_argument("--checkpoint", default=None, help="resume from this model_<it>.pt")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-dir", default=None, help="default: runs/g1_walk/<date_time>")
     parser.add_argument("--num-steps-per-env", type=int, default=24)
     parser.add_argument("--save-interval", type=int, default=50)
+    parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact",
+                        help="value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, or none (a fall)")
     parser.add_argument(
         "--torch-threads", type=int, default=1,
         help="CPU threads for torch; physics already uses every core, and spinning torch threads "
@@ -62,20 +67,34 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser.add_argument("--size", default="480x320", help="--play: frame WIDTHxHEIGHT")
     parser.add_argument("--fps", type=int, default=25, help="--play: frames per second of the GIF")
     parser.add_argument("--eval", metavar="CHECKPOINT", default=None,
-                        help="evaluate CHECKPOINT instead of training; further flags go to examples/g1_eval.py "
+                        help="evaluate CHECKPOINT instead of training; every other flag is examples/g1_eval.py's "
                         "(--sweep 0.60,0.50,0.45 --dataset out.parquet --num-envs ... --horizon-s ...)")
-    return parser.parse_known_args(argv)
+    return parser.parse_args(argv)
+
+
+def eval_argv(argv: list[str]) -> list[str] | None:
+    """``--eval CHECKPOINT rest...`` -> ``[CHECKPOINT, rest...]`` for examples/g1_eval.py, else ``None``.
+
+    The other flags pass untouched: flags both scripts know (--num-envs, --seed, --backend, ...)
+    must reach the evaluator, not this parser's training defaults.
+    """
+    for i, arg in enumerate(argv):
+        if arg == "--eval" and i + 1 < len(argv):
+            return [argv[i + 1], *argv[:i], *argv[i + 2:]]
+        if arg.startswith("--eval="):
+            return [arg.removeprefix("--eval="), *argv[:i], *argv[i + 1:]]
+    return None
 
 
 def main(argv: list[str] | None = None) -> Runner | None:
-    args, rest = parse_args(argv)
-    if args.eval:
+    argv = sys.argv[1:] if argv is None else argv
+    forwarded = eval_argv(argv)
+    if forwarded is not None:
         from g1_eval import main as evaluate  # examples/g1_eval.py, beside this file
 
-        evaluate([args.eval, *rest])
+        evaluate(forwarded)
         return None
-    if rest:
-        raise SystemExit(f"unrecognized arguments: {' '.join(rest)}")
+    args = parse_args(argv)
     if args.play:
         play(args)
         return None
@@ -87,8 +106,7 @@ def main(argv: list[str] | None = None) -> Runner | None:
     # MuJoCo on CPU keeps the env's tensors on the CPU (the Runner moves them); Warp steps on the device.
     env_device = str(device) if args.backend == "warp" else "cpu"
     env = G1WalkEnv(
-        G1WalkConfig(num_envs=args.num_envs, seed=args.seed + rank, model_variant=args.model_variant, device=env_device),
-        backend=args.backend,
+        task_config(args, num_envs=args.num_envs, seed=args.seed + rank, device=env_device), backend=args.backend
     )
     cfg = RunnerConfig(
         num_steps_per_env=args.num_steps_per_env,
@@ -96,7 +114,7 @@ def main(argv: list[str] | None = None) -> Runner | None:
         log_dir=log_dir,
         seed=args.seed,
         validate_env_output=not args.no_validate,
-        ppo=PPOConfig(),
+        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
     runner = Runner(env, cfg, device=device)
@@ -116,11 +134,17 @@ def main(argv: list[str] | None = None) -> Runner | None:
     return runner
 
 
+def task_config(args: argparse.Namespace, **kwargs) -> G1WalkConfig:
+    """The task the flags ask for (the default task, or the gait-clock variant)."""
+    make = gait_clock_config if args.gait_clock else G1WalkConfig
+    return make(model_variant=args.model_variant, **kwargs)
+
+
 def play(args: argparse.Namespace) -> None:
     from isaac_adapter.evaluation import ActorCriticPolicy, load_checkpoint_policy
     from isaac_adapter.evaluation.render import render_rollout, save_gif
 
-    env = G1WalkEnv(G1WalkConfig(num_envs=1, seed=args.seed, model_variant=args.model_variant))
+    env = G1WalkEnv(task_config(args, num_envs=1, seed=args.seed))
     env.reset(seed=args.seed)
     obs = env.set_commands(torch.tensor([float(x) for x in args.command.split(",")]))
     policy = ActorCriticPolicy(load_checkpoint_policy(args.play, obs, env.num_actions), num_envs=1)

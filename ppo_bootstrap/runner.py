@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
 import signal
@@ -31,7 +32,8 @@ class RunnerConfig:
         num_steps_per_env: rollout length ``T`` per iteration.
         save_interval: write ``model_<iteration>.pt`` into ``log_dir`` every this many iterations
             (and after the last one); 0 disables periodic checkpoints.
-        log_dir: TensorBoard logs and checkpoints; ``None`` writes nothing.
+        log_dir: TensorBoard logs, ``metrics.jsonl`` (one JSON object of statistics per iteration,
+            appended, so a resumed run continues the curve) and checkpoints; ``None`` writes nothing.
         seed: seeds torch, numpy and ``random`` at construction.
         validate_env_output: check every step against the env contract (shapes, flags, final
             observations, NaN/inf) and raise naming field and env ids. Costs a host sync per step.
@@ -241,6 +243,9 @@ class Runner:
                 self._writer = SummaryWriter(log_dir=self.cfg.log_dir)
             for key, value in stats.items():
                 self._writer.add_scalar(key, value, self.iteration)
+            row = {"iteration": self.iteration, "total_steps": self.total_steps, "time": time.time(), **stats}
+            with open(Path(self.cfg.log_dir) / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(row) + "\n")
         if self.cfg.console:
             print(format_progress(self.iteration, final_iteration, self.total_steps, stats), flush=True)
 

@@ -31,7 +31,9 @@ from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.evaluation.dataset import EpisodeDatasetWriter
-from isaac_adapter.evaluation.gait import Acceptance, GaitMetrics, GaitThresholds, accept, trace_gait_metrics
+from isaac_adapter.evaluation.gait import (
+    Acceptance, GaitMetrics, GaitThresholds, accept, policy_verdict, trace_gait_metrics,
+)
 from isaac_adapter.evaluation.judge import (
     CAUSES, FALL, OUTCOMES, FallJudgement, ThresholdSet, judge_falls,
 )
@@ -167,7 +169,13 @@ def load_checkpoint_policy(path: str | os.PathLike, obs: ObsGroups, num_actions:
     policy_cfg = PolicyConfig(**ckpt["config"]["policy"])
     critic_dim = obs.get("critic", obs[POLICY]).shape[-1]
     policy = ActorCritic(obs[POLICY].shape[-1], critic_dim, num_actions, policy_cfg).to(device)
-    policy.load_state_dict(ckpt["policy"])
+    try:
+        policy.load_state_dict(ckpt["policy"])
+    except RuntimeError as err:
+        raise ValueError(
+            f"checkpoint {path} does not fit this env (policy input {obs[POLICY].shape[-1]}, critic input "
+            f"{critic_dim}, {num_actions} actions): it was trained with another task configuration\n{err}"
+        ) from err
     return policy.eval()
 
 
@@ -251,6 +259,10 @@ class EvalReport:
             "mean_gait_score": float(self.acceptance.score.mean()),
         }
 
+    def verdict(self) -> dict[str, bool]:
+        """Policy-level acceptance (:func:`~isaac_adapter.evaluation.gait.policy_verdict`)."""
+        return policy_verdict(self.judgement.outcome != FALL, self.gait, self.config.gait)
+
     def format(self, max_env_rows: int = 16) -> str:
         """The printed report: summary, per-env table (first ``max_env_rows`` envs) and the sweep."""
         s = self.summary()
@@ -266,6 +278,10 @@ class EvalReport:
             f"steps {s['mean_step_frequency_hz']:.2f} Hz, track err {s['mean_velocity_tracking_error']:.3f} m/s, "
             f"torque RMS {s['mean_torque_rms']:.1f} N m, gait score {s['mean_gait_score']:.3f}",
         ]
+        verdict = self.verdict()
+        failed = [name for name, ok in verdict.items() if name != "accepted" and not ok]
+        lines.append("  policy verdict (no falls; mean gait of the walking envs within thresholds): "
+                     + ("ACCEPTED" if verdict["accepted"] else f"rejected ({', '.join(failed)})"))
         if self.training_judgement is not None:
             lines.append(
                 "  env check: post-hoc training rule reproduces every env's end"

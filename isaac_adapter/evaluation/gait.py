@@ -251,6 +251,34 @@ class Acceptance:
         return out + [name for name, ok in self.checks.items() if not bool(ok[env])]
 
 
+def policy_verdict(survived: torch.Tensor, metrics: GaitMetrics, thresholds: GaitThresholds) -> dict[str, bool]:
+    """The policy-level verdict: no env fell, and each gait criterion holds for the *mean* over the
+    envs it applies to (stepping criteria: envs commanded to walk; tracking: every env).
+
+    Returns ``{"no_falls", <each name of GAIT_CHECKS>, "accepted"}``; a criterion with no env to
+    apply to holds.
+    """
+    walking = metrics.command_speed >= thresholds.walk_command_speed
+
+    def mean_over(values: torch.Tensor, mask: torch.Tensor) -> float | None:
+        return float(values[mask].mean()) if bool(mask.any()) else None
+
+    low, high = thresholds.step_frequency_hz
+    air = mean_over(metrics.mean_air_time_s, walking)
+    support = mean_over(metrics.double_support_ratio, walking)
+    freq = mean_over(metrics.step_frequency_hz, walking)
+    err = float(metrics.velocity_tracking_error.mean())
+    verdict = {
+        "no_falls": bool(survived.all()),
+        "air_time": air is None or air >= thresholds.min_mean_air_time_s,
+        "double_support": support is None or support <= thresholds.max_double_support_ratio,
+        "step_frequency": freq is None or low <= freq <= high,
+        "tracking": err <= thresholds.max_velocity_tracking_error,
+    }
+    verdict["accepted"] = all(verdict.values())
+    return verdict
+
+
 def accept(survived: torch.Tensor, metrics: GaitMetrics, thresholds: GaitThresholds) -> Acceptance:
     """Acceptance = survives AND walks. ``survived`` ``[N]`` bool: no fall under the evaluation thresholds."""
     checks = gait_checks(metrics, thresholds)

@@ -42,6 +42,9 @@ class RewardWeights:
     joint_acc: float = -1.0e-7
     action_rate: float = -0.01
     termination: float = -200.0
+    # gait clock terms (see G1WalkConfig.gait_period_s); 0 unless the clock is on
+    gait_contact: float = 0.0
+    feet_swing_height: float = 0.0
 
 
 @dataclass
@@ -100,6 +103,15 @@ class G1WalkConfig:
     air_time_threshold: float = 0.4  # s, cap on the single-stance time rewarded
     rewards: RewardWeights = field(default_factory=RewardWeights)
 
+    # Optional gait clock: a phase that restarts with every episode and runs one cycle per
+    # gait_period_s; (sin, cos) of it is appended to the policy observation and the gait_contact /
+    # feet_swing_height rewards ask each foot to be down for the first gait_stance_fraction of its
+    # cycle (legs half a cycle apart) and to swing at swing_height_m. None: no clock (Isaac Lab's
+    # G1 recipe). See gait_clock_config().
+    gait_period_s: float | None = None
+    gait_stance_fraction: float = 0.55
+    swing_height_m: float = 0.08  # m, foot body (ankle roll link) height in swing; ~0.03 standing
+
     def __post_init__(self) -> None:
         self.validate()
 
@@ -155,7 +167,24 @@ class G1WalkConfig:
             raise ValueError(f"action_scale must be > 0, got {self.action_scale}")
         if self.joint_pos_noise < 0:
             raise ValueError(f"joint_pos_noise must be >= 0, got {self.joint_pos_noise}")
+        if self.gait_period_s is not None and not self.gait_period_s > 2 * self.policy_dt:
+            raise ValueError(f"gait_period_s must be longer than two policy steps, got {self.gait_period_s}")
+        if not 0 < self.gait_stance_fraction < 1:
+            raise ValueError(f"gait_stance_fraction must be in (0, 1), got {self.gait_stance_fraction}")
         for name in ("lin_vel_x_range", "lin_vel_y_range", "ang_vel_z_range"):
             lo, hi = getattr(self, name)
             if lo > hi:
                 raise ValueError(f"{name} must be (low, high) with low <= high, got {(lo, hi)}")
+
+
+def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
+    """The task with the gait clock on: a 0.8 s cycle, 55 % stance per foot (0.1 of the cycle on
+    both feet), i.e. 2.5 touchdowns/s and 0.36 s swings if the policy follows it.
+
+    Weights follow the clock-driven G1 recipes (contact match 0.18 per foot, swing height -20);
+    every other term is the default task's.
+    """
+    cfg = G1WalkConfig(gait_period_s=period_s, **overrides)
+    cfg.rewards.gait_contact = 0.18
+    cfg.rewards.feet_swing_height = -20.0
+    return cfg

@@ -233,6 +233,10 @@ class G1WalkEnv:
             "action_rate": terms.action_rate_l2(actions, self.last_action),
             "termination": terminated.float(),
         }
+        if cfg.gait_period_s is not None:
+            legs = terms.leg_phases(terms.gait_phase(self.episode_step, self.dt, cfg.gait_period_s))
+            parts["gait_contact"] = terms.gait_contact(s.foot_contact, legs, cfg.gait_stance_fraction)
+            parts["feet_swing_height"] = terms.feet_swing_height(s.foot_pos_w[..., 2], s.foot_contact, cfg.swing_height_m)
         reward = torch.zeros(self.num_envs, device=self.device)
         for name, value in parts.items():
             term = getattr(w, name) * value * self.dt
@@ -267,12 +271,15 @@ class G1WalkEnv:
     # -- observations --------------------------------------------------------------------------
 
     def observations_from(
-        self, s: PhysicsState, command: torch.Tensor, last_action: torch.Tensor, air_time: torch.Tensor
+        self, s: PhysicsState, command: torch.Tensor, last_action: torch.Tensor, air_time: torch.Tensor,
+        episode_step: torch.Tensor | None = None,
     ) -> ObsGroups:
         """Observation groups of state ``s`` and task histories (any batch size ``B``).
 
+        ``episode_step`` ``[B]`` (default: the envs' current steps) drives the gait clock, when on.
+
         Returns:
-            ``{"policy": [B, 9 + 3J], "critic": [B, 9 + 3J + 6 + 2F + J]}``.
+            ``{"policy": [B, 9 + 3J (+ 2 clock)], "critic": [B, policy + 6 + 2F + J]}``.
         """
         cfg = self.cfg
         gravity_b = terms.projected_gravity(s.root_quat_w)
@@ -286,6 +293,9 @@ class G1WalkEnv:
             cfg.obs_ang_vel_scale,
             cfg.obs_joint_vel_scale,
         )
+        if cfg.gait_period_s is not None:
+            step = self.episode_step if episode_step is None else episode_step
+            policy = torch.cat([policy, terms.clock_obs(terms.gait_phase(step, self.dt, cfg.gait_period_s))], dim=-1)
         privileged = terms.critic_privileged(
             terms.to_body(s.root_quat_w, s.root_lin_vel_w),
             s.root_pos_w[:, 2],
@@ -303,6 +313,7 @@ class G1WalkEnv:
             self.terminal_task["command"][env_ids],
             self.terminal_task["last_action"][env_ids],
             self.terminal_task["air_time"][env_ids],
+            self.last_episode_length[env_ids],
         )
 
     # -- episode ends and resets -----------------------------------------------------------------

@@ -115,6 +115,22 @@ def policy_obs(
     )
 
 
+def gait_phase(episode_step: torch.Tensor, dt: float, period_s: float) -> torch.Tensor:
+    """Phase of the gait clock ``[N]`` in ``[0, 1)``: 0 at every episode start, one cycle per ``period_s``."""
+    return torch.remainder(episode_step.to(torch.float32) * (dt / period_s), 1.0)
+
+
+def leg_phases(phase: torch.Tensor) -> torch.Tensor:
+    """Per-foot phase ``[N, 2]`` (left, right): the legs half a cycle apart, as in a walk."""
+    return torch.remainder(torch.stack([phase, phase + 0.5], dim=-1), 1.0)
+
+
+def clock_obs(phase: torch.Tensor) -> torch.Tensor:
+    """``[N, 2]`` ``(sin, cos)`` of the clock: continuous across the wrap from 1 to 0."""
+    angle = 2.0 * torch.pi * phase
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)
+
+
 def critic_privileged(
     lin_vel_b: torch.Tensor,
     root_height: torch.Tensor,
@@ -189,6 +205,18 @@ def feet_air_time_biped(
     reward = torch.where(single_stance, in_mode.amin(-1), torch.zeros_like(in_mode[:, 0]))
     moving = command[:, :2].norm(dim=-1) > 0.1
     return reward.clamp(max=threshold) * moving
+
+
+def gait_contact(contact: torch.Tensor, leg_phase: torch.Tensor, stance_fraction: float) -> torch.Tensor:
+    """Feet whose contact matches the clock ``[N]`` in ``{0, 1, 2}``: a foot should be down while its
+    phase is below ``stance_fraction`` and up after. ``contact``, ``leg_phase`` ``[N, F]``."""
+    return (contact == (leg_phase < stance_fraction)).float().sum(-1)
+
+
+def feet_swing_height(foot_height: torch.Tensor, contact: torch.Tensor, target_m: float) -> torch.Tensor:
+    """``[N]`` squared distance of each airborne foot's height ``[N, F]`` (m) from ``target_m``: lift the
+    feet clear of the ground, and no higher."""
+    return ((foot_height - target_m).square() * ~contact).sum(-1)
 
 
 def feet_slide(contact: torch.Tensor, foot_lin_vel_w: torch.Tensor) -> torch.Tensor:
