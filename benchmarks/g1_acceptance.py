@@ -21,27 +21,11 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
+from ppo_bootstrap.runner import read_metrics
+
 from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, G1WalkProbe, load_checkpoint_policy
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
 from isaac_adapter.tasks.g1_walk.config import gait_clock_config
-
-
-def run_progress(run_dir: Path) -> dict[int, tuple[int, float]]:
-    """``{iteration: (total env steps, training seconds so far)}`` from ``metrics.jsonl``.
-
-    A resumed run appends to the file and may repeat iterations after its last checkpoint; the
-    later row of an iteration wins, and seconds add up along the surviving rows.
-    """
-    rows: dict[int, dict] = {}
-    with open(run_dir / "metrics.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            rows[row["iteration"]] = row
-    progress, seconds = {}, 0.0
-    for it in sorted(rows):
-        seconds += rows[it]["perf/collection_s"] + rows[it]["perf/learning_s"]
-        progress[it] = (rows[it]["total_steps"], seconds)
-    return progress
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:
@@ -71,7 +55,7 @@ def main() -> None:
     torch.set_grad_enabled(False)
 
     run_dir = Path(args.run_dir)
-    progress = run_progress(run_dir)
+    progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in read_metrics(run_dir)}
     make = gait_clock_config if args.gait_clock else G1WalkConfig
     device = args.device if args.backend == "warp" else "cpu"
     env = G1WalkEnv(make(num_envs=args.num_envs, seed=args.seed, device=device), backend=args.backend)

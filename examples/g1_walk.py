@@ -36,7 +36,9 @@ from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # no abbreviations: "--ev m.pt" must not be taken for --eval here while eval_argv misses it
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--num-envs", type=int, default=64, help="envs per process")
     parser.add_argument("--iterations", type=int, default=1500)
     parser.add_argument("--device", default="cpu", help="cpu or cuda (under torchrun each rank takes cuda:<local rank>)")

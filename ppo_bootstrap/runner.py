@@ -358,6 +358,28 @@ class _StopOnSignal:
             signal.signal(sig, handler)
 
 
+def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:
+    """The rows of ``log_dir/metrics.jsonl`` in iteration order, one per iteration.
+
+    A run resumed from a checkpoint older than its last logged iteration logs those iterations
+    again; the later row of an iteration is the one the resumed run continued from, so it wins.
+    Each row gains ``train_s``: the Runner's collection and update seconds summed up to and
+    including it (start-up, kernel compilation and checkpoint writes are not in it).
+    """
+    rows: dict[int, dict[str, float]] = {}
+    with open(Path(log_dir) / "metrics.jsonl") as f:
+        for line in f:
+            row = json.loads(line)
+            rows[int(row["iteration"])] = row
+    train_s = 0.0
+    out = []
+    for iteration in sorted(rows):
+        row = rows[iteration]
+        train_s += row["perf/collection_s"] + row["perf/learning_s"]
+        out.append({**row, "train_s": train_s})
+    return out
+
+
 def format_progress(iteration: int, final_iteration: int, total_steps: int, stats: dict[str, float]) -> str:
     """The console block printed after each iteration."""
     width = 72

@@ -9,9 +9,10 @@
 #   clock_exact        gait-clock task variant (examples/g1_walk.py --gait-clock), exact
 #   clock_state_value  gait-clock task variant, V(s_t)
 # Every run has the same seed, 4096 envs on MuJoCo Warp, and logs into RUNS_DIR/RUN (metrics.jsonl,
-# model_<it>.pt every 100 iterations). Runs go round-robin over the visible GPUs. Each one continues
-# exactly from its newest checkpoint and gets SIGTERM after SECONDS, which makes the Runner finish
-# the iteration in progress and save, so a budget of one command is one chunk of a longer run.
+# model_<it>.pt every 100 iterations). Runs go round-robin over the GPUs (those CUDA_VISIBLE_DEVICES
+# names, if set). Each one continues exactly from its newest checkpoint and gets SIGTERM after
+# SECONDS, which makes the Runner finish the iteration in progress and save, so a budget of one
+# command is one chunk of a longer run.
 # Knobs: NUM_ENVS (4096), SEED (0), SAVE_INTERVAL (100), PYTHON (python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +22,15 @@ shift 2
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(exact state_value clock_exact clock_state_value)
 PY=${PYTHON:-python3}
-gpus=$("$PY" -c "import torch; print(torch.cuda.device_count())")
-[ "$gpus" -gt 0 ] || { echo "no CUDA device visible" >&2; exit 1; }
+# the GPUs to share out: those CUDA_VISIBLE_DEVICES names, else every one torch sees
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  IFS=, read -r -a gpu_ids <<< "$CUDA_VISIBLE_DEVICES"
+else
+  count=$("$PY" -c "import torch; print(torch.cuda.device_count())")
+  gpu_ids=()
+  for ((g = 0; g < count; g++)); do gpu_ids+=("$g"); done
+fi
+[ ${#gpu_ids[@]} -gt 0 ] || { echo "no CUDA device visible" >&2; exit 1; }
 
 pids=()
 for i in "${!names[@]}"; do
@@ -39,7 +47,7 @@ for i in "${!names[@]}"; do
   latest=$(ls "$dir"/model_*.pt 2>/dev/null | sed 's/.*model_\([0-9]*\)\.pt/\1/' | sort -n | tail -1 || true)
   resume=()
   [ -z "$latest" ] || resume=(--checkpoint "$dir/model_$latest.pt")
-  gpu=$((i % gpus))
+  gpu=${gpu_ids[$((i % ${#gpu_ids[@]}))]}
   echo "$name: GPU $gpu, ${resume[*]:-fresh start}, ${seconds} s"
   CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM -k 120 "$seconds" "$PY" examples/g1_walk.py \
     --device cuda --backend warp --num-envs "${NUM_ENVS:-4096}" --iterations 1000000 --seed "${SEED:-0}" \

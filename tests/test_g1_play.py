@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_warp_it284.pt")
+CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")  # trained with --gait-clock
 
 
 def _egl_renders() -> bool:
@@ -24,7 +24,7 @@ def test_play_writes_a_gif_of_the_policy(tmp_path):
     from PIL import Image
 
     out = tmp_path / "play.gif"
-    cmd = [sys.executable, os.path.join(ROOT, "examples", "g1_walk.py"), "--play", CHECKPOINT,
+    cmd = [sys.executable, os.path.join(ROOT, "examples", "g1_walk.py"), "--play", CHECKPOINT, "--gait-clock",
            "--video", str(out), "--play-seconds", "0.4", "--size", "64x48", "--fps", "25"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -12,7 +12,7 @@ debounce timer: once it is over a single step beyond the threshold ends the epis
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 _EPS = 1e-9  # relative tolerance for "a whole number of policy steps" (0.4 / 0.02 = 20.000000000000004)
 
@@ -185,6 +185,6 @@ def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     every other term is the default task's.
     """
     cfg = G1WalkConfig(gait_period_s=period_s, **overrides)
-    cfg.rewards.gait_contact = 0.18
-    cfg.rewards.feet_swing_height = -20.0
+    # a copy: a RewardWeights passed in through overrides stays as it was
+    cfg.rewards = replace(cfg.rewards, gait_contact=0.18, feet_swing_height=-20.0)
     return cfg

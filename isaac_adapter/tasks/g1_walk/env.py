@@ -458,7 +458,7 @@ class G1WalkEnv:
             self.last_episode_stats[name] = value.clone().to(self.device)
         self.terminal_state = PhysicsState(**{k: v.clone().to(self.device) for k, v in state["terminal_state"].items()})
         self.terminal_task = {k: v.clone().to(self.device) for k, v in state["terminal_task"].items()}
-        self.generator.set_state(state["generator"])
+        self.generator.set_state(state["generator"].cpu())  # a map_location may have moved it
         held = state.get("held_command")
         self.held_command = None if held is None else held.clone().to(self.device)
         self.state = self._read_state()

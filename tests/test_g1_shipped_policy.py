@@ -1,0 +1,41 @@
+"""The checkpoint shipped in docs/ walks on the CPU MuJoCo backend (sim-to-sim: it was trained on MuJoCo Warp).
+
+A regression test of the whole stack behind it: task observations and the gait clock, the physics
+backend, checkpoint loading and the evaluator. Acceptance thresholds are written out here as the
+task's acceptance criteria state them, not read back from the evaluator's defaults.
+"""
+
+import os
+
+import pytest
+import torch
+
+from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, G1WalkProbe, load_checkpoint_policy
+from isaac_adapter.evaluation.judge import FALL
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.tasks.g1_walk.config import gait_clock_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")
+
+
+@pytest.mark.parametrize("command", [(0.5, 0.0, 0.0), (0.3, 0.2, 0.3)])
+@torch.no_grad()
+def test_shipped_policy_walks_for_15_s_without_a_fall(command) -> None:
+    env = G1WalkEnv(gait_clock_config(num_envs=6, seed=0))
+    evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0, seed=0, commands=command))
+    obs = env.reset(seed=0)
+    policy = ActorCriticPolicy(load_checkpoint_policy(CHECKPOINT, obs, env.num_actions), env.num_envs)
+    report = evaluator.evaluate(policy)
+
+    assert not bool((report.judgement.outcome == FALL).any()), "a robot fell (eval_success_height 0.60 m)"
+    gait = report.gait
+    assert bool((gait.window_s == 15.0).all())
+    assert float(gait.mean_air_time_s.mean()) >= 0.2
+    assert float(gait.double_support_ratio.mean()) <= 0.5
+    assert 1.0 <= float(gait.step_frequency_hz.mean()) <= 3.0
+    assert float(gait.velocity_tracking_error.mean()) <= 0.15
+    if command[2] == 0.0:  # straight: it covers about the commanded distance (a turn's chord is shorter)
+        speed = (command[0] ** 2 + command[1] ** 2) ** 0.5
+        assert float(gait.displacement_m.mean()) > 0.8 * speed * 15.0
+    assert report.verdict()["accepted"]
