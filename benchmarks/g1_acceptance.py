@@ -8,7 +8,9 @@ runs one seeded evaluation (fixed command 0.5 m/s by default, 15 s horizon, fall
 ``eval_success_height``) and prints a table: iteration, env steps and training seconds to that
 checkpoint (from the run's ``metrics.jsonl``: the sum of the Runner's per-iteration collection and
 update times, so start-up and kernel compilation are not in it), fall rate, the gait means of the
-envs commanded to walk and the policy verdict. ``--json`` keeps the rows.
+envs commanded to walk and the policy verdict; then a line for each of the first five envs that
+fell (its command, the cause and time, and the training rule's judgement of it). ``--json`` keeps
+the rows, every fall included.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import torch
 
 from ppo_bootstrap.runner import read_metrics
 
-from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, G1WalkProbe, load_checkpoint_policy
-from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
-from isaac_adapter.tasks.g1_walk.config import gait_clock_config
+from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, EvalReport, G1WalkProbe
+from isaac_adapter.evaluation.judge import CAUSES, FALL
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.evaluation.gait import walking_means
+from isaac_adapter.tasks.g1_walk.config import walk_config
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:
@@ -36,6 +40,24 @@ def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tupl
             raise SystemExit(f"no checkpoint for iterations {missing} in {run_dir} (have {sorted(found)})")
         return [(it, found[it]) for it in named]
     return [(it, p) for it, p in sorted(found.items()) if it % every == 0 or it == max(found)]
+
+
+def falls(report: EvalReport) -> list[dict]:
+    """Who fell under the evaluation thresholds: env, its command, cause and time, and how the
+    training rule judged the same rollout (a posture dip below 0.60 m is not a collapse)."""
+    out = []
+    for env in torch.nonzero(report.judgement.outcome == FALL).flatten().tolist():
+        judged = []
+        for judgement in (report.judgement, report.training_judgement):
+            if judgement is None or int(judgement.outcome[env]) != FALL:
+                judged.append(None)
+                continue
+            judged.append((CAUSES[int(judgement.cause[env])], (int(judgement.end_step[env]) + 1) * report.trace.dt))
+        (cause, time_s), training = judged
+        out.append({"env": env, "command": [round(v, 3) for v in report.trace.command[0, env].tolist()],
+                    "cause": cause, "time_s": time_s,
+                    "training_rule": "no fall" if training is None else f"{training[0]} at {training[1]:.2f} s"})
+    return out
 
 
 def main() -> None:
@@ -56,9 +78,9 @@ def main() -> None:
 
     run_dir = Path(args.run_dir)
     progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in read_metrics(run_dir)}
-    make = gait_clock_config if args.gait_clock else G1WalkConfig
     device = args.device if args.backend == "warp" else "cpu"
-    env = G1WalkEnv(make(num_envs=args.num_envs, seed=args.seed, device=device), backend=args.backend)
+    env = G1WalkEnv(walk_config(args.gait_clock, num_envs=args.num_envs, seed=args.seed, device=device),
+                    backend=args.backend)
     commands = None if args.command == "env" else tuple(float(v) for v in args.command.split(","))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=commands))
     obs = env.reset(seed=args.seed)
@@ -71,22 +93,24 @@ def main() -> None:
     print("-" * len(header))
     rows = []
     for it, path in checkpoints(run_dir, args.every, args.iterations):
-        policy = ActorCriticPolicy(load_checkpoint_policy(path, obs, env.num_actions, device=str(env.device)),
-                                   env.num_envs, device=env.device)
-        report = evaluator.evaluate(policy)
+        report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, obs, env.num_actions))
         s, verdict = report.summary(), report.verdict()
-        walking = report.gait.command_speed >= report.config.gait.walk_command_speed
-        mean = lambda v: float(v[walking].mean()) if bool(walking.any()) else float("nan")  # noqa: E731
+        means = walking_means(report.gait, report.config.gait)
+        walkers = bool(means.command_speed[0] > 0)  # 0: no env was commanded to walk
+        mean = lambda v: float(v[0]) if walkers else float("nan")  # noqa: E731
         steps, seconds = progress.get(it, (float("nan"), float("nan")))
         row = {"iteration": it, "env_steps": steps, "train_s": seconds, "fall_rate": s["fall_rate"],
-               "air_time_s": mean(report.gait.mean_air_time_s), "step_frequency_hz": mean(report.gait.step_frequency_hz),
-               "double_support": mean(report.gait.double_support_ratio),
-               "tracking_error": s["mean_velocity_tracking_error"], "verdict": verdict}
+               "air_time_s": mean(means.mean_air_time_s), "step_frequency_hz": mean(means.step_frequency_hz),
+               "double_support": mean(means.double_support_ratio),
+               "tracking_error": s["mean_velocity_tracking_error"], "verdict": verdict, "falls": falls(report)}
         rows.append(row)
         failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
         print(f"{it:>9}  {steps:>11}  {seconds:>8.0f}  {row['fall_rate']:>6.1%}  {row['air_time_s']:>6.3f}  "
               f"{row['step_frequency_hz']:>8.2f}  {row['double_support']:>8.2f}  {row['tracking_error']:>9.3f}  "
               + ("ACCEPTED" if verdict["accepted"] else "rejected: " + ", ".join(failed)), flush=True)
+        for fall in row["falls"][:5]:
+            print(f"{'':>11}fell: env {fall['env']}, command {fall['command']}, {fall['cause']} at {fall['time_s']:.2f} s"
+                  f" (training rule: {fall['training_rule']})", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"run_dir": str(run_dir), "args": vars(args), "rows": rows}, indent=1))
 

@@ -24,10 +24,10 @@ import torch  # noqa: E402
 
 from isaac_adapter.evaluation import (  # noqa: E402
     ActorCriticPolicy, EpisodeDatasetWriter, EvalConfig, Evaluator, EvalReport, G1WalkProbe, GaitThresholds,
-    ThresholdSet, load_checkpoint_policy, zero_policy,
+    ThresholdSet, zero_policy,
 )
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
-from isaac_adapter.tasks.g1_walk.config import gait_clock_config  # noqa: E402
+from isaac_adapter.tasks.g1_walk.config import walk_config  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def evaluate_checkpoint(
 ) -> EvalReport:
     """The Python API behind the command line: build the env, load the policy, evaluate.
 
-    The policy runs on the env's device (``env_cfg.device``).
+    The policy runs where the env's observations are (``env_cfg.device`` for Warp).
     """
     cfg = env_cfg or G1WalkConfig(num_envs=num_envs, seed=seed)
     env = G1WalkEnv(cfg, backend=backend)
@@ -81,8 +81,7 @@ def evaluate_checkpoint(
         policy = zero_policy(env.num_actions)
     else:
         obs = env.reset()
-        actor_critic = load_checkpoint_policy(checkpoint, obs, env.num_actions, device=str(env.device))
-        policy = ActorCriticPolicy(actor_critic, env.num_envs, device=env.device)
+        policy = ActorCriticPolicy.from_checkpoint(checkpoint, obs, env.num_actions)
     recorder = None
     if dataset:
         recorder = EpisodeDatasetWriter(dataset, env.num_envs, probe.dt, groups=("policy", "critic"),
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> EvalReport:
         cfg_kwargs["model_variant"] = args.model_variant
     report = evaluate_checkpoint(
         args.checkpoint, args.num_envs, args.horizon_s, heights, commands, args.seed, args.dataset,
-        args.eval_height, env_cfg=(gait_clock_config if args.gait_clock else G1WalkConfig)(**cfg_kwargs),
+        args.eval_height, env_cfg=walk_config(args.gait_clock, **cfg_kwargs),
         backend=args.backend,
     )
     print(report.format(args.env_rows))

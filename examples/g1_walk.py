@@ -31,7 +31,7 @@ from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, distrib
 
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
-from isaac_adapter.tasks.g1_walk.config import gait_clock_config  # noqa: E402
+from isaac_adapter.tasks.g1_walk.config import walk_config  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
 
 
@@ -138,18 +138,17 @@ def main(argv: list[str] | None = None) -> Runner | None:
 
 def task_config(args: argparse.Namespace, **kwargs) -> G1WalkConfig:
     """The task the flags ask for (the default task, or the gait-clock variant)."""
-    make = gait_clock_config if args.gait_clock else G1WalkConfig
-    return make(model_variant=args.model_variant, **kwargs)
+    return walk_config(args.gait_clock, model_variant=args.model_variant, **kwargs)
 
 
 def play(args: argparse.Namespace) -> None:
-    from isaac_adapter.evaluation import ActorCriticPolicy, load_checkpoint_policy
+    from isaac_adapter.evaluation import ActorCriticPolicy
     from isaac_adapter.evaluation.render import render_rollout, save_gif
 
     env = G1WalkEnv(task_config(args, num_envs=1, seed=args.seed))
     env.reset(seed=args.seed)
     obs = env.set_commands(torch.tensor([float(x) for x in args.command.split(",")]))
-    policy = ActorCriticPolicy(load_checkpoint_policy(args.play, obs, env.num_actions), num_envs=1)
+    policy = ActorCriticPolicy.from_checkpoint(args.play, obs, env.num_actions)
     width, height = (int(x) for x in args.size.split("x"))
     frames, frame_s = render_rollout(env, policy, args.play_seconds, width=width, height=height, fps=args.fps)
     save_gif(frames, args.video, frame_s)

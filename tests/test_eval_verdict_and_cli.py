@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from isaac_adapter.evaluation.gait import GAIT_CHECKS, GaitMetrics, GaitThresholds, policy_verdict
+from isaac_adapter.evaluation.gait import GAIT_CHECKS, GaitMetrics, GaitThresholds, policy_verdict, walking_means
 from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig
 from ppo_bootstrap.envs import TimeLimitEnv
 
@@ -50,6 +50,18 @@ WALK_AND_STAND = dict(
 )
 ALIVE = torch.tensor([True, True, True])
 KEYS = {"no_falls", *GAIT_CHECKS, "accepted"}
+
+
+def test_walking_means_average_stepping_over_walkers_and_the_rest_over_everyone() -> None:
+    row = walking_means(metrics(**WALK_AND_STAND), GaitThresholds())
+    assert row.mean_air_time_s.tolist() == pytest.approx([0.275])
+    assert row.double_support_ratio.tolist() == pytest.approx([0.35])
+    assert row.step_frequency_hz.tolist() == pytest.approx([1.9])
+    assert row.velocity_tracking_error.tolist() == pytest.approx([0.17 / 3])
+    assert row.command_speed.tolist() == pytest.approx([0.1])  # someone walks: the row is judged as walking
+    nobody = walking_means(metrics([0.0, 0.05], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.01, 0.03]), GaitThresholds())
+    assert nobody.command_speed.tolist() == [0.0]  # nobody walks: the stepping criteria are exempt
+    assert nobody.velocity_tracking_error.tolist() == pytest.approx([0.02])
 
 
 def test_walkers_and_a_stander_are_accepted() -> None:

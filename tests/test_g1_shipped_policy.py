@@ -10,7 +10,7 @@ import os
 import pytest
 import torch
 
-from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, G1WalkProbe, load_checkpoint_policy
+from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, G1WalkProbe
 from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.config import gait_clock_config
@@ -25,8 +25,7 @@ def test_shipped_policy_walks_for_15_s_without_a_fall(command) -> None:
     env = G1WalkEnv(gait_clock_config(num_envs=6, seed=0))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0, seed=0, commands=command))
     obs = env.reset(seed=0)
-    policy = ActorCriticPolicy(load_checkpoint_policy(CHECKPOINT, obs, env.num_actions), env.num_envs)
-    report = evaluator.evaluate(policy)
+    report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(CHECKPOINT, obs, env.num_actions))
 
     assert not bool((report.judgement.outcome == FALL).any()), "a robot fell (eval_success_height 0.60 m)"
     gait = report.gait

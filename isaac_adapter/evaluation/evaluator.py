@@ -149,6 +149,13 @@ class ActorCriticPolicy:
         self.num_envs = num_envs
         self.state: State = policy.initial_state(num_envs, self.device)[0]
 
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, obs: ObsGroups, num_actions: int) -> "ActorCriticPolicy":
+        """The policy of a ``Runner`` checkpoint (:func:`load_checkpoint_policy`) for envs that return
+        ``obs``: as many envs as its rows, on its device."""
+        device = obs[POLICY].device
+        return cls(load_checkpoint_policy(path, obs, num_actions, device=str(device)), obs[POLICY].shape[0], device)
+
     @torch.no_grad()
     def __call__(self, obs: ObsGroups) -> torch.Tensor:
         actions, self.state = self.policy.act_inference(obs[POLICY].to(self.device), self.state)

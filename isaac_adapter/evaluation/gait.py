@@ -251,30 +251,43 @@ class Acceptance:
         return out + [name for name, ok in self.checks.items() if not bool(ok[env])]
 
 
-def policy_verdict(survived: torch.Tensor, metrics: GaitMetrics, thresholds: GaitThresholds) -> dict[str, bool]:
-    """The policy-level verdict: no env fell, and each gait criterion holds for the *mean* over the
-    envs it applies to (stepping criteria: envs commanded to walk; tracking: every env).
+def walking_means(metrics: GaitMetrics, thresholds: GaitThresholds) -> GaitMetrics:
+    """The population as one row ``[1]``: stepping metrics (double support, air time, step
+    frequency) averaged over the envs commanded to walk, everything else over every env.
 
-    Returns ``{"no_falls", <each name of GAIT_CHECKS>, "accepted"}``; a criterion with no env to
-    apply to holds.
+    ``command_speed`` is ``walk_command_speed`` when some env walks and 0 when none does, so
+    :func:`gait_checks` of the row exempts the stepping criteria exactly when no env is asked to step.
     """
     walking = metrics.command_speed >= thresholds.walk_command_speed
+    any_walking = bool(walking.any())
 
-    def mean_over(values: torch.Tensor, mask: torch.Tensor) -> float | None:
-        return float(values[mask].mean()) if bool(mask.any()) else None
+    def over_walkers(values: torch.Tensor) -> torch.Tensor:
+        return values[walking].mean().reshape(1) if any_walking else values.new_zeros(1)
 
-    low, high = thresholds.step_frequency_hz
-    air = mean_over(metrics.mean_air_time_s, walking)
-    support = mean_over(metrics.double_support_ratio, walking)
-    freq = mean_over(metrics.step_frequency_hz, walking)
-    err = float(metrics.velocity_tracking_error.mean())
-    verdict = {
-        "no_falls": bool(survived.all()),
-        "air_time": air is None or air >= thresholds.min_mean_air_time_s,
-        "double_support": support is None or support <= thresholds.max_double_support_ratio,
-        "step_frequency": freq is None or low <= freq <= high,
-        "tracking": err <= thresholds.max_velocity_tracking_error,
-    }
+    def over_all(values: torch.Tensor) -> torch.Tensor:
+        return values.mean().reshape(1)
+
+    return GaitMetrics(
+        window_s=over_all(metrics.window_s),
+        double_support_ratio=over_walkers(metrics.double_support_ratio),
+        mean_air_time_s=over_walkers(metrics.mean_air_time_s),
+        step_frequency_hz=over_walkers(metrics.step_frequency_hz),
+        displacement_m=over_all(metrics.displacement_m),
+        velocity_tracking_error=over_all(metrics.velocity_tracking_error),
+        torque_rms=over_all(metrics.torque_rms),
+        command_speed=metrics.command_speed.new_full((1,), thresholds.walk_command_speed if any_walking else 0.0),
+    )
+
+
+def policy_verdict(survived: torch.Tensor, metrics: GaitMetrics, thresholds: GaitThresholds) -> dict[str, bool]:
+    """The policy-level verdict: no env fell, and :func:`gait_checks` holds for the population's
+    :func:`walking_means` (stepping criteria over the envs commanded to walk, tracking over every env;
+    a stepping criterion with no env to apply to holds).
+
+    Returns ``{"no_falls", <each name of GAIT_CHECKS>, "accepted"}``.
+    """
+    checks = gait_checks(walking_means(metrics, thresholds), thresholds)
+    verdict = {"no_falls": bool(survived.all()), **{name: bool(ok[0]) for name, ok in checks.items()}}
     verdict["accepted"] = all(verdict.values())
     return verdict
 

@@ -188,3 +188,8 @@ def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     # a copy: a RewardWeights passed in through overrides stays as it was
     cfg.rewards = replace(cfg.rewards, gait_contact=0.18, feet_swing_height=-20.0)
     return cfg
+
+
+def walk_config(gait_clock: bool = False, **overrides) -> G1WalkConfig:
+    """The default task, or with ``gait_clock`` its gait-clock variant (:func:`gait_clock_config`)."""
+    return gait_clock_config(**overrides) if gait_clock else G1WalkConfig(**overrides)
