@@ -2,6 +2,7 @@
 
     python benchmarks/g1_acceptance.py runs/g1 --every 200 --backend warp --device cuda --num-envs 1024
     python benchmarks/g1_acceptance.py runs/g1 --iterations 1500 --command env     # the mixed command set
+    python benchmarks/g1_acceptance.py docs/checkpoints/g1_clock_it1296.pt --gait-clock   # one checkpoint file
 
 For each ``model_<it>.pt`` of the run directory (every ``--every`` iterations, or the ones named) it
 runs one seeded evaluation (fixed command 0.5 m/s by default, 15 s horizon, falls judged at
@@ -33,6 +34,8 @@ from isaac_adapter.tasks.g1_walk.config import walk_config
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:
+    if run_dir.is_file():  # one checkpoint file, e.g. a shipped one
+        return [(int(torch.load(run_dir, map_location="cpu", weights_only=False)["iteration"]), run_dir)]
     found = {int(m.group(1)): p for p in run_dir.glob("model_*.pt") if (m := re.fullmatch(r"model_(\d+)\.pt", p.name))}
     if named:
         missing = [it for it in named if it not in found]
@@ -62,7 +65,7 @@ def falls(report: EvalReport) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir")
+    parser.add_argument("run_dir", help="a run's log dir (model_<it>.pt, metrics.jsonl), or one checkpoint file")
     parser.add_argument("--every", type=int, default=200, help="evaluate checkpoints whose iteration is a multiple")
     parser.add_argument("--iterations", type=int, nargs="*", help="evaluate exactly these checkpoints")
     parser.add_argument("--gait-clock", action="store_true", help="the run trained the gait-clock task variant")
@@ -77,7 +80,10 @@ def main() -> None:
     torch.set_grad_enabled(False)
 
     run_dir = Path(args.run_dir)
-    progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in read_metrics(run_dir)}
+    log = run_dir if run_dir.is_dir() else run_dir.parent
+    # without the run's log (a checkpoint on its own) env steps come from the checkpoint, seconds are unknown
+    metrics = read_metrics(log) if (log / "metrics.jsonl").exists() else []
+    progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in metrics}
     device = args.device if args.backend == "warp" else "cpu"
     env = G1WalkEnv(walk_config(args.gait_clock, num_envs=args.num_envs, seed=args.seed, device=device),
                     backend=args.backend)
@@ -98,7 +104,9 @@ def main() -> None:
         means = walking_means(report.gait, report.config.gait)
         walkers = bool(means.command_speed[0] > 0)  # 0: no env was commanded to walk
         mean = lambda v: float(v[0]) if walkers else float("nan")  # noqa: E731
-        steps, seconds = progress.get(it, (float("nan"), float("nan")))
+        if it not in progress:
+            progress[it] = (int(torch.load(path, map_location="cpu", weights_only=False)["total_steps"]), float("nan"))
+        steps, seconds = progress[it]
         row = {"iteration": it, "env_steps": steps, "train_s": seconds, "fall_rate": s["fall_rate"],
                "air_time_s": mean(means.mean_air_time_s), "step_frequency_hz": mean(means.step_frequency_hz),
                "double_support": mean(means.double_support_ratio),

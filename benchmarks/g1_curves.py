@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 
@@ -51,23 +52,28 @@ def main() -> None:
     runs = {label: read_metrics(d) for label, d in labelled(args.run).items()}
     evals = {label: acceptance_rows(p) for label, p in labelled(args.acceptance).items()}
 
-    print("training statistics (mean over the episodes that ended in the iteration)")
-    print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'train s':>7}  {'return':>7}  {'length':>8}  "
-          f"{'falls/it':>8}  {'timeouts/it':>11}")
+    print("training statistics (mean over the episodes that ended in the iteration); s/it: median"
+          " iteration time since the previous row; boot: mean gamma * V(s_final) added at timeouts")
+    print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'train s':>7}  {'s/it':>5}  {'return':>7}  "
+          f"{'length':>8}  {'falls/it':>8}  {'timeouts/it':>11}  {'boot':>5}")
     for label, rows in runs.items():
+        since = []
         for r in rows:
+            since.append(r["perf/collection_s"] + r["perf/learning_s"])
             if r["iteration"] % args.every == 0 or r is rows[-1]:
                 print(f"{label:>22}  {r['iteration']:>9}  {r['total_steps']:>11}  {r['train_s']:>7.0f}  "
-                      f"{r.get('episodes/mean_return', math.nan):>7.2f}  "
+                      f"{statistics.median(since):>5.2f}  {r.get('episodes/mean_return', math.nan):>7.2f}  "
                       f"{r.get('episodes/mean_length', math.nan):>8.0f}  "
-                      f"{r['episodes/terminated']:>8.0f}  {r['episodes/truncated_only']:>11.0f}")
+                      f"{r['episodes/terminated']:>8.0f}  {r['episodes/truncated_only']:>11.0f}  "
+                      f"{r['timeout_bootstrap/mean']:>5.2f}")
+                since = []
     if evals:
         print("evaluated checkpoints (fixed command, 15 s): gait means of the envs commanded to walk")
-        print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'fall':>6}  {'air s':>6}  {'steps Hz':>8}  "
+        print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'train s':>7}  {'fall':>6}  {'air s':>6}  {'steps Hz':>8}  "
               f"{'dsupport':>8}  {'track err':>9}  verdict")
         for label, rows in evals.items():
             for r in rows:
-                print(f"{label:>22}  {r['iteration']:>9}  {r['env_steps']:>11}  {r['fall_rate']:>6.1%}  "
+                print(f"{label:>22}  {r['iteration']:>9}  {r['env_steps']:>11}  {r['train_s']:>7.0f}  {r['fall_rate']:>6.1%}  "
                       f"{r['air_time_s']:>6.3f}  {r['step_frequency_hz']:>8.2f}  {r['double_support']:>8.2f}  "
                       f"{r['tracking_error']:>9.3f}  {'ACCEPTED' if r['verdict']['accepted'] else 'rejected'}")
     if not args.out:
