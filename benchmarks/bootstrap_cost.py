@@ -38,7 +38,8 @@ import torch
 
 from _common import add_rollout_args, format_table, machine_line, resolve_rollout_args
 
-from ppo_bootstrap import PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig  # noqa: E402
+from ppo_bootstrap import PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig, StepResult  # noqa: E402
+from ppo_bootstrap.storage import Transition  # noqa: E402
 from ppo_bootstrap.envs import TimeLimitEnv  # noqa: E402
 
 POLICY_DIM = 96  # 3 ang vel + 3 gravity + 3 command + 29 joint pos + 29 joint vel + 29 last action
@@ -103,13 +104,13 @@ def run_iteration(runner: Runner, timers: Timers) -> dict[str, float]:
         out.setdefault("final_values", 0.0)  # wrapped but not called this iteration
     out["iteration"] = (time.perf_counter() - t0) * 1e3
     out["other"] = out["iteration"] - out["collect"] - out["returns"] - out["update"]
-    out["ends"] = float(runner.storage.data["terminated"].logical_or(runner.storage.data["truncated"]).sum())
+    out["ends"] = float(runner.alg.storage.data["terminated"].logical_or(runner.alg.storage.data["truncated"]).sum())
     return out
 
 
 def storage_side_cost(runner: Runner, device: torch.device, repeats: int, warmup: int) -> tuple[float, float, int]:
     """ms to fill + finish a RolloutStorage with the rollout's real per-step ends, and with none."""
-    data = runner.storage.data
+    data = runner.alg.storage.data
     T, N = data.batch_size
     ends_per_step = data["terminated"].logical_or(data["truncated"]).sum(1).tolist()
     obs_shapes = {g: tuple(v.shape[2:]) for g, v in data["obs"].items()}
@@ -137,8 +138,10 @@ def storage_side_cost(runner: Runner, device: torch.device, repeats: int, warmup
         st.start((None, None))
         for t in range(T):
             ids, fobs = finals[t] if with_ends else (none_ids, none_obs)
-            st.add(obs, step["actions"], step["action_mean"], step["action_std"], step["log_probs"], step["values"],
-                   step["rewards"], step["terminated"], step["truncated"], fobs, ids, None)
+            st.add(
+                Transition(obs, step["actions"], step["action_mean"], step["action_std"], step["log_probs"], step["values"]),
+                StepResult(obs, step["rewards"], step["terminated"], step["truncated"], fobs, ids),
+            )
         st.finish()
         sync()
         return (time.perf_counter() - t0) * 1e3

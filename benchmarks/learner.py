@@ -50,7 +50,8 @@ from torch import nn
 
 from _common import add_rollout_args, format_table, machine_line, resolve_rollout_args
 
-from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage  # noqa: E402
+from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage, StepResult  # noqa: E402
+from ppo_bootstrap.storage import Transition  # noqa: E402
 
 POLICY_DIM = 3 + 3 + 3 + 29 + 29 + 29  # 96
 CRITIC_DIM = POLICY_DIM + 3 + 2 + 20  # 121
@@ -132,7 +133,7 @@ class Learner:
 
 def build_ppo_bootstrap(d: SimpleNamespace, policy: ActorCritic, device: torch.device, seed: int) -> Learner:
     alg = PPO(policy, PPOConfig(**HYPER, normalize_advantage=True, timeout_bootstrap="exact"), device)
-    storage = RolloutStorage(d.T, d.N, {"policy": (POLICY_DIM,), "critic": (CRITIC_DIM,)}, NUM_ACTIONS, device)
+    storage = alg.storage = RolloutStorage(d.T, d.N, {"policy": (POLICY_DIM,), "critic": (CRITIC_DIM,)}, NUM_ACTIONS, device)
     generator = torch.Generator().manual_seed(seed)
     last_obs = {"policy": d.pol[d.T], "critic": d.crit[d.T]}
     out = {}
@@ -140,17 +141,18 @@ def build_ppo_bootstrap(d: SimpleNamespace, policy: ActorCritic, device: torch.d
     def fill():
         storage.start((None, None))
         for t in range(d.T):
-            storage.add({"policy": d.pol[t], "critic": d.crit[t]}, d.actions[t], d.mean[t], d.std[t],
-                        d.log_probs[t], d.values[t], d.rewards[t], d.terminated[t], d.truncated[t],
-                        d.final_obs[t], d.final_ids[t], None)
+            obs = {"policy": d.pol[t], "critic": d.crit[t]}
+            storage.add(
+                Transition(obs, d.actions[t], d.mean[t], d.std[t], d.log_probs[t], d.values[t]),
+                StepResult(obs, d.rewards[t], d.terminated[t], d.truncated[t], d.final_obs[t], d.final_ids[t]),
+            )
 
     def returns():
-        alg.compute_returns(storage, last_obs, None)
+        alg.compute_returns(last_obs)
 
     def update():
-        out.update(alg.update(storage, generator))
-        obs = storage.data["obs"]  # what Runner.learn does right after update()
-        policy.update_normalizers(obs["policy"].flatten(0, 1), obs["critic"].flatten(0, 1))
+        out.update(alg.update(generator))
+        alg.update_normalizers()  # what Runner.learn does right after update()
 
     def stats():
         return (f"value loss {out['loss/value']:.4f}, surrogate {out['loss/surrogate']:.4f}, "

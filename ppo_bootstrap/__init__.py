@@ -1,12 +1,19 @@
 """ppo_bootstrap: PPO for GPU-vectorized robot learning that never confuses a fall with a timeout."""
 
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, VecEnv
-from ppo_bootstrap.episode import EpisodeProtocolError, assemble_next_values, bootstrap_mask, done_mask
+from ppo_bootstrap.episode import (
+    EpisodeProtocolError,
+    TimeoutBootstrap,
+    assemble_next_values,
+    bootstrap_mask,
+    done_mask,
+    reset_memory,
+)
 from ppo_bootstrap.gae import compute_gae, compute_gae_reference
 from ppo_bootstrap.modules import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
 from ppo_bootstrap.runner import Runner, RunnerConfig
-from ppo_bootstrap.storage import RolloutStorage
+from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
 
 __version__ = "0.1.0"
 
@@ -23,10 +30,14 @@ __all__ = [
     "Runner",
     "RunnerConfig",
     "StepResult",
+    "TerminalRows",
+    "TimeoutBootstrap",
+    "Transition",
     "VecEnv",
     "assemble_next_values",
     "bootstrap_mask",
     "compute_gae",
     "compute_gae_reference",
     "done_mask",
+    "reset_memory",
 ]

@@ -14,18 +14,46 @@ blow-up           non-finite obs / reward, with  ``r + gamma * V(s_t)``,       c
 ``s_final`` is the true last observation captured before the same-step reset, never the post-reset
 observation. Recurrent state resets on every done, but ``V(s_final)`` is evaluated with the
 pre-reset hidden state. Everything in the library (GAE, storage, recurrent policies, Runner
-statistics, evaluators) asks this module rather than re-deriving the rules.
+statistics, adapters, evaluators) asks this module rather than re-deriving the rules. As in
+TorchRL's functional value module, ``terminated`` and ``truncated`` (or ``done``) are arguments:
+
+* :func:`done_mask`, :func:`bootstrap_mask`, :func:`continuation`: which steps end, bootstrap, continue;
+* :func:`time_limit_as_terminal`: a finite-horizon task's time limit is a real end;
+* :func:`terminal_for_targets`, :func:`bootstrap_values`, :func:`assemble_next_values`: the value
+  targets per :data:`TimeoutBootstrap` mode, ``K = 0`` included;
+* :func:`reset_memory`: recurrent state on done;
+* :func:`validate_step`, :func:`recover_non_finite`: the step contract of :mod:`ppo_bootstrap.env`.
+
+From env to GAE: ``env.step`` -> :class:`~ppo_bootstrap.env.StepResult` (``truncated``,
+``final_env_ids``, ``final_obs``) -> ``PPO.process_env_step`` -> ``RolloutStorage.add`` keeps the
+``K`` final rows with the pre-reset critic state -> ``PPO.compute_returns``: ``storage.finish()``,
+:func:`bootstrap_values` (one critic pass over the ``K`` rows), :func:`assemble_next_values`,
+:func:`terminal_for_targets` -> :func:`ppo_bootstrap.gae.compute_gae`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
+from typing import Literal
 
 import torch
+
+from ppo_bootstrap.env import StepResult
 
 
 class EpisodeProtocolError(ValueError):
     """An env broke the step contract of :mod:`ppo_bootstrap.env`; the message names field and env ids."""
+
+
+State = torch.Tensor | None
+"""Recurrent state ``[S, N, H]`` (``S`` = layers, twice that for an LSTM), or ``None`` for feed-forward networks."""
+
+TimeoutBootstrap = Literal["exact", "state_value", "none"]
+"""How a truncated step is valued: ``exact`` ``r + gamma * V(s_final)`` (this library), ``state_value``
+``r + gamma * V(s_t)`` (rsl_rl's approximation), ``none`` ``r`` (the timeout treated as a fall). The
+last two exist for comparisons."""
+TIMEOUT_BOOTSTRAP_MODES: tuple[str, ...] = ("exact", "state_value", "none")
 
 
 def done_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
@@ -43,19 +71,54 @@ def continuation(terminated: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (~terminated).to(dtype)
 
 
+def time_limit_as_terminal(
+    terminated: torch.Tensor, truncated: torch.Tensor, finite_horizon: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(terminated, truncated)`` as fresh bool tensors ``[N]``, with a finite horizon applied.
+
+    For a finite-horizon task (Isaac Lab / mjlab ``cfg.is_finite_horizon``) the time limit is part of
+    the MDP: a time-out is terminal, so ``terminated |= truncated``. ``truncated`` stays as reported;
+    with both true "terminated wins" gives no bootstrap.
+    """
+    terminated = terminated.to(torch.bool).clone()
+    truncated = truncated.to(torch.bool).clone()
+    if finite_horizon:
+        terminated |= truncated
+    return terminated, truncated
+
+
+def terminal_for_targets(terminated: torch.Tensor, truncated: torch.Tensor, mode: TimeoutBootstrap) -> torch.Tensor:
+    """The ``terminated`` that value targets see ``[T, N]``: in mode ``none`` a timeout counts as a fall
+    (no bootstrap, trace cut); otherwise the env's own flag."""
+    return done_mask(terminated, truncated) if mode == "none" else terminated
+
+
+def reset_memory(state: State, done: torch.Tensor) -> State:
+    """Recurrent state ``[S, N, H]`` with the rows of ended envs zeroed (``done`` ``[N]`` bool); ``None``
+    passes through (feed-forward networks).
+
+    Called after ``V(s_final)``'s state was stored: the final value continues the old episode's
+    memory, the next step starts the new episode from zero.
+    """
+    if state is None:
+        return None
+    return state * (~done.to(state.device)).to(state.dtype).view(1, -1, 1)
+
+
 def assemble_next_values(
     values: torch.Tensor,
     last_values: torch.Tensor,
-    final_values: torch.Tensor,
-    final_steps: torch.Tensor,
-    final_env_ids: torch.Tensor,
+    final_values: torch.Tensor | None = None,
+    final_steps: torch.Tensor | None = None,
+    final_env_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Value of the true next state of every step.
 
     Args:
         values: ``[T, N, ...]`` ``V(s_t)`` as stored during the rollout.
         last_values: ``[N, ...]`` ``V(s_T)``, the observation after the last step.
-        final_values: ``[K, ...]`` ``V(s_final)`` of every episode that ended inside the rollout.
+        final_values: ``[K, ...]`` ``V(s_final)`` of every episode that ended inside the rollout
+            (``None`` or ``K = 0`` when none ended).
         final_steps: ``[K]`` long, the step ``t`` at which each of those episodes ended.
         final_env_ids: ``[K]`` long, its env id.
 
@@ -64,8 +127,31 @@ def assemble_next_values(
         ``last_values`` at ``t = T - 1``. Post-reset observations never leak into a target.
     """
     next_values = torch.cat([values[1:], last_values.unsqueeze(0)], dim=0)
-    next_values[final_steps, final_env_ids] = final_values.to(next_values.dtype)
+    if final_values is not None and final_values.shape[0]:
+        next_values[final_steps, final_env_ids] = final_values.to(next_values.dtype)
     return next_values
+
+
+def bootstrap_values(
+    mode: TimeoutBootstrap,
+    values: torch.Tensor,
+    final_steps: torch.Tensor,
+    final_env_ids: torch.Tensor,
+    critic_of_final: Callable[[], torch.Tensor],
+) -> torch.Tensor:
+    """The value that stands for ``V(s_final)`` in each ending row ``[K]``, per bootstrap mode.
+
+    Args:
+        mode: ``exact`` calls ``critic_of_final()`` (one batched critic pass over the ``K`` final
+            observations, with the pre-reset recurrent state); ``state_value`` takes ``V(s_t)``
+            from ``values`` ``[T, N]`` at ``(final_steps, final_env_ids)``; ``none`` gives zeros
+            (those rows are made terminal by :func:`terminal_for_targets`, so nothing reads them).
+    """
+    if mode == "exact":
+        return critic_of_final()
+    if mode == "state_value":
+        return values[final_steps, final_env_ids]
+    return values.new_zeros(final_steps.shape[0], *values.shape[2:])
 
 
 def _ids(mask: torch.Tensor) -> list[int]:
@@ -82,19 +168,13 @@ def _check_finite(name: str, value: torch.Tensor, row_env_ids: torch.Tensor | No
         raise EpisodeProtocolError(f"{name} has NaN or inf for env ids {env_ids}")
 
 
-def validate_step(
-    num_envs: int,
-    reward: torch.Tensor,
-    terminated: torch.Tensor,
-    truncated: torch.Tensor,
-    obs: Mapping[str, torch.Tensor],
-    final_obs: Mapping[str, torch.Tensor],
-    final_env_ids: torch.Tensor,
-) -> None:
+def validate_step(num_envs: int, result: StepResult) -> None:
     """Check one step against the env contract; raise :class:`EpisodeProtocolError` naming field and env ids.
 
     Costs a host synchronisation, so the Runner lets users switch it off on GPU once an env is trusted.
     """
+    reward, terminated, truncated = result.reward, result.terminated, result.truncated
+    obs, final_obs, final_env_ids = result.obs, result.final_obs, result.final_env_ids
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if flag.dtype != torch.bool:
             raise EpisodeProtocolError(f"{name} must be a bool tensor, got dtype {flag.dtype}")
@@ -145,15 +225,10 @@ def _bad_rows(groups: Mapping[str, torch.Tensor]) -> torch.Tensor:
 
 
 def recover_non_finite(
-    obs: dict[str, torch.Tensor],
-    reward: torch.Tensor,
-    terminated: torch.Tensor,
-    truncated: torch.Tensor,
-    final_obs: dict[str, torch.Tensor],
-    final_env_ids: torch.Tensor,
+    result: StepResult,
     last_obs: Mapping[str, torch.Tensor],
     reset_envs: Callable[[torch.Tensor], Mapping[str, torch.Tensor]],
-):
+) -> tuple[StepResult, torch.Tensor]:
     """End the episodes of envs whose physics blew up (non-finite obs, reward or final obs).
 
     A blow-up is no state of the task, so it is neither a fall nor a valid final state: the step is
@@ -162,30 +237,34 @@ def recover_non_finite(
     return fresh observation rows ``[K, ...]`` per group. A fall on the same step stays a fall.
 
     Returns:
-        ``(obs, reward, terminated, truncated, final_obs, final_env_ids, broken_env_ids)`` with the
-        same shapes and contract as :class:`ppo_bootstrap.env.StepResult`; inputs are not modified.
+        ``(result, broken_env_ids)``: the repaired :class:`~ppo_bootstrap.env.StepResult` (same
+        contract; ``result`` itself is not modified) and the ``[B]`` ids that blew up.
     """
+    obs, reward, final_obs, final_env_ids = result.obs, result.reward, result.final_obs, result.final_env_ids
     bad = _bad_rows(obs) | ~torch.isfinite(reward)
     bad_final = torch.zeros_like(bad)
     if final_env_ids.numel():
         bad_final[final_env_ids] = _bad_rows(final_obs)
     broken = torch.nonzero(bad | bad_final).flatten()
     if broken.numel() == 0:
-        return obs, reward, terminated, truncated, final_obs, final_env_ids, broken
+        return result, broken
 
     fresh = reset_envs(broken)
     obs = {k: v.clone() for k, v in obs.items()}
     for k in obs:
         obs[k][broken] = fresh[k].to(obs[k].dtype)
     reward = torch.where(torch.isfinite(reward), reward, torch.zeros_like(reward))
-    truncated = truncated.clone()
+    truncated = result.truncated.clone()
     truncated[broken] = True
     # final rows: ended envs keep their own final obs unless it is broken; broken envs get s_t.
-    ended = torch.nonzero(done_mask(terminated, truncated)).flatten()
+    ended = torch.nonzero(done_mask(result.terminated, truncated)).flatten()
     rows = {k: last_obs[k][ended].clone().to(v.dtype) for k, v in obs.items()}
     position = torch.full_like(bad, -1, dtype=torch.long)
     position[final_env_ids] = torch.arange(final_env_ids.numel(), device=final_env_ids.device)
     keep = (position[ended] >= 0) & ~bad_final[ended]
     for k in rows:
         rows[k][keep] = final_obs[k][position[ended][keep]]
-    return obs, reward, terminated, truncated, rows, ended, broken
+    repaired = dataclasses.replace(
+        result, obs=obs, reward=reward, truncated=truncated, final_obs=rows, final_env_ids=ended
+    )
+    return repaired, broken

@@ -10,13 +10,21 @@ from tensordict import TensorDict
 from torch import nn
 
 from ppo_bootstrap import distributed
-from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, critic_obs
-from ppo_bootstrap.episode import assemble_next_values, bootstrap_mask
+from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, critic_obs
+from ppo_bootstrap.episode import (
+    TIMEOUT_BOOTSTRAP_MODES,
+    State,
+    TimeoutBootstrap,
+    assemble_next_values,
+    bootstrap_mask,
+    bootstrap_values,
+    done_mask,
+    reset_memory,
+    terminal_for_targets,
+)
 from ppo_bootstrap.gae import compute_gae
-from ppo_bootstrap.modules.actor_critic import ActorCritic, State
-from ppo_bootstrap.storage import RolloutStorage
-
-TimeoutBootstrap = Literal["exact", "state_value", "none"]
+from ppo_bootstrap.modules.actor_critic import ActorCritic
+from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
 
 
 @dataclass
@@ -43,12 +51,11 @@ class PPOConfig:
     """On CUDA, feed-forward, single process: capture one mini-batch step (gather, forward, backward,
     clipping, Adam, KL schedule) as a CUDA graph and replay it, so launch overhead disappears."""
     timeout_bootstrap: TimeoutBootstrap = "exact"
-    """How truncated steps are valued. ``exact``: ``r + gamma * V(s_final)`` (this library).
-    ``state_value``: ``r + gamma * V(s_t)`` (rsl_rl's approximation). ``none``: ``r``, the
-    timeout treated as a fall. The last two exist for comparisons."""
+    """How truncated steps are valued (:data:`ppo_bootstrap.episode.TimeoutBootstrap`): ``exact``
+    (this library), ``state_value`` (rsl_rl's ``V(s_t)``) or ``none`` (timeout as a fall)."""
 
     def __post_init__(self) -> None:
-        if self.timeout_bootstrap not in ("exact", "state_value", "none"):
+        if self.timeout_bootstrap not in TIMEOUT_BOOTSTRAP_MODES:
             raise ValueError(f"timeout_bootstrap must be 'exact', 'state_value' or 'none', got {self.timeout_bootstrap!r}")
         if self.schedule not in ("adaptive", "fixed"):
             raise ValueError(f"schedule must be 'adaptive' or 'fixed', got {self.schedule!r}")
@@ -60,7 +67,9 @@ class PPOConfig:
 
 
 class PPO:
-    """The learner: value targets from a finished rollout, then clipped-surrogate updates."""
+    """The learner. It owns the rollout storage and the recurrent states: the Runner hands it each
+    observation (:meth:`act`) and each env answer (:meth:`process_env_step`), then asks for value
+    targets (:meth:`compute_returns`) and clipped-surrogate updates (:meth:`update`)."""
 
     def __init__(self, policy: ActorCritic, cfg: PPOConfig, device: torch.device | str = "cpu") -> None:
         self.policy = policy
@@ -75,6 +84,9 @@ class PPO:
         else:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
         self._graph: _GraphedStep | None = None
+        self.storage: RolloutStorage | None = None
+        self.states: tuple[State, State] = (None, None)
+        self._transition: Transition | None = None
 
     @property
     def learning_rate(self) -> float:
@@ -87,36 +99,71 @@ class PPO:
             else:
                 group["lr"] = float(self.lr)
 
-    @torch.no_grad()
-    def final_values(self, terminal, values: torch.Tensor) -> torch.Tensor:
-        """``V(s_final)`` ``[K]`` for the terminal rows of a rollout, in one batched critic pass.
+    # ------------------------------------------------------------------ rollout
+    def init_storage(self, num_steps: int, num_envs: int, obs: ObsGroups, num_actions: int) -> None:
+        """Allocate the rollout storage for observation groups shaped like ``obs`` (``[N, D_g]``) and
+        zero recurrent states for ``num_envs`` envs."""
+        shapes = {g: tuple(v.shape[1:]) for g, v in obs.items()}
+        self.storage = RolloutStorage(num_steps, num_envs, shapes, num_actions, self.device)
+        self.states = self.policy.initial_state(num_envs, self.device)
 
-        The critic input is normalized by the same normalizer as every other observation; a
-        recurrent critic starts from the state stored before the reset.
+    def start_rollout(self) -> None:
+        self.storage.start(self.states)
+
+    @torch.no_grad()
+    def act(self, obs: ObsGroups) -> torch.Tensor:
+        """Sample actions ``[N, A]`` for ``obs`` and remember what the policy did for the next
+        :meth:`process_env_step`."""
+        actor_state, critic_state = self.states
+        dist, actor_state = self.policy.act(obs[POLICY], actor_state)
+        actions = dist.sample()
+        values, critic_state = self.policy.value(critic_obs(obs), critic_state)
+        self.states = (actor_state, critic_state)
+        self._transition = Transition(
+            obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values, critic_state
+        )
+        return actions
+
+    @torch.no_grad()
+    def process_env_step(self, result: StepResult) -> torch.Tensor:
+        """Store the step (flags, reward and final observations on this device), then restart the
+        memory of ended envs. Returns the done mask ``[N]``."""
+        self.storage.add(self._transition, result)  # critic_state before the reset: V(s_final) continues it
+        done = done_mask(result.terminated, result.truncated)
+        self.states = tuple(reset_memory(s, done) for s in self.states)  # type: ignore[assignment]
+        self._transition = None
+        return done
+
+    # ------------------------------------------------------------------ targets
+    @torch.no_grad()
+    def final_values(self, terminal: TerminalRows, values: torch.Tensor) -> torch.Tensor:
+        """The value standing for ``V(s_final)`` in each terminal row ``[K]``, per bootstrap mode.
+
+        In ``exact`` mode: one batched critic pass over the ``K`` final observations, normalized like
+        every other observation, a recurrent critic starting from the state stored before the reset.
         """
-        if self.cfg.timeout_bootstrap == "state_value":
-            return values[terminal["step"], terminal["env_id"]]  # rsl_rl: V(s_t) stands in
-        obs = terminal["obs"]
-        state = terminal["critic_state"].transpose(0, 1) if "critic_state" in terminal.keys() else None
-        group = obs[CRITIC] if CRITIC in obs.keys() else obs[POLICY]
-        return self.policy.value(group, state)[0]
+
+        def critic_of_final() -> torch.Tensor:
+            return self.policy.value(critic_obs(terminal.obs), terminal.critic_state)[0]
+
+        return bootstrap_values(self.cfg.timeout_bootstrap, values, terminal.step, terminal.env_id, critic_of_final)
 
     @torch.no_grad()
-    def compute_returns(self, storage: RolloutStorage, last_obs: ObsGroups, last_critic_state: State) -> dict[str, float]:
-        """Fill ``advantages`` / ``returns`` of ``storage``; return statistics of the rollout's ends."""
+    def compute_returns(self, last_obs: ObsGroups) -> dict[str, float]:
+        """Close the rollout and fill its ``advantages`` / ``returns``; return statistics of its ends."""
+        storage = self.storage
         data = storage.data
         terminal = storage.finish()
         values = data["values"]
         fell, truncated = data["terminated"], data["truncated"]
-        last_values = self.policy.value(critic_obs(last_obs), last_critic_state)[0]
-        if terminal is None:
-            next_values = torch.cat([values[1:], last_values.unsqueeze(0)], dim=0)
-            final_values = values.new_zeros(0)
-        else:
+        last_values = self.policy.value(critic_obs(last_obs), self.states[1])[0]
+        final_values = None
+        if terminal is not None:
             final_values = self.final_values(terminal, values)
-            next_values = assemble_next_values(values, last_values, final_values, terminal["step"], terminal["env_id"])
-        # "none" is the timeout-as-fall baseline: no bootstrap and the trace cut, exactly as a fall.
-        terminated = fell | truncated if self.cfg.timeout_bootstrap == "none" else fell
+            next_values = assemble_next_values(values, last_values, final_values, terminal.step, terminal.env_id)
+        else:
+            next_values = assemble_next_values(values, last_values)
+        terminated = terminal_for_targets(fell, truncated, self.cfg.timeout_bootstrap)
         advantages, returns = compute_gae(
             data["rewards"], values, next_values, terminated, truncated, self.cfg.gamma, self.cfg.lam
         )
@@ -126,15 +173,27 @@ class PPO:
 
         stats = {"episodes/terminated": float(fell.sum()), "episodes/truncated_only": 0.0, "timeout_bootstrap/mean": 0.0}
         if terminal is not None:
-            boot = bootstrap_mask(fell, truncated)[terminal["step"], terminal["env_id"]]
+            boot = bootstrap_mask(fell, truncated)[terminal.step, terminal.env_id]
             stats["episodes/truncated_only"] = float(boot.sum())
             if boot.any() and self.cfg.timeout_bootstrap != "none":
                 stats["timeout_bootstrap/mean"] = float(self.cfg.gamma * final_values[boot].mean())
         return stats
 
-    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
+    def update_normalizers(self) -> None:
+        """Move the observation normalizers with this rollout's observations (over every rank).
+
+        Once per iteration, after the update: every value of a rollout (stored, last and final) and
+        every ratio of its update share one normalization.
+        """
+        obs = self.storage.data["obs"]
+        self.policy.update_normalizers(
+            obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1), distributed.global_moments
+        )
+
+    # ------------------------------------------------------------------ update
+    def update(self, generator: torch.Generator | None = None) -> dict[str, float]:
         """``num_learning_epochs`` x ``num_mini_batches`` gradient steps; mean losses and the final lr."""
-        cfg = self.cfg
+        cfg, storage = self.cfg, self.storage
         graphed = cfg.cuda_graph and self._tensor_lr and not storage.is_recurrent and not distributed.is_distributed()
         if graphed and (self._graph is None or self._graph.storage is not storage):
             self._graph = _GraphedStep(self, storage)

@@ -16,12 +16,11 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ppo_bootstrap import distributed
+from ppo_bootstrap import checkpoint, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
-from ppo_bootstrap.episode import done_mask, recover_non_finite, validate_step
-from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
+from ppo_bootstrap.episode import recover_non_finite, validate_step
+from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
-from ppo_bootstrap.storage import RolloutStorage
 
 
 @dataclass
@@ -101,14 +100,7 @@ class Runner:
         self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
         distributed.broadcast_module_(self.policy)
         self.alg = PPO(self.policy, self.cfg.ppo, self.device)
-        self.storage = RolloutStorage(
-            self.cfg.num_steps_per_env,
-            env.num_envs,
-            {g: tuple(v.shape[1:]) for g, v in self.obs.items()},
-            env.num_actions,
-            self.device,
-        )
-        self.states: tuple[State, State] = self.policy.initial_state(env.num_envs, self.device)
+        self.alg.init_storage(self.cfg.num_steps_per_env, env.num_envs, self.obs, env.num_actions)
         self.iteration = 0
         self.total_steps = 0
         self.episode_return = torch.zeros(env.num_envs, device=self.device)
@@ -119,47 +111,39 @@ class Runner:
     def _to_device(self, obs: ObsGroups) -> ObsGroups:
         return {k: v.to(self.device) for k, v in obs.items()}
 
+    def _on_device(self, result: StepResult) -> StepResult:
+        """Reward and flags on the learner's device (storage moves the final rows itself)."""
+        return dataclasses.replace(
+            result,
+            reward=result.reward.to(self.device),
+            terminated=result.terminated.to(self.device),
+            truncated=result.truncated.to(self.device),
+        )
+
     @torch.no_grad()
     def _collect(self) -> dict[str, float]:
-        """One rollout into ``self.storage``; returns episode statistics of this rollout."""
-        env, storage, policy = self.env, self.storage, self.policy
-        storage.start(self.states)
-        actor_state, critic_state = self.states
+        """One rollout into the algorithm's storage; returns episode statistics of this rollout."""
+        env, alg = self.env, self.alg
+        alg.start_rollout()
         ended_return = torch.zeros((), device=self.device)
         ended_length = torch.zeros((), device=self.device)
         ended = torch.zeros((), device=self.device)
         info_sums: dict[str, Any] = {}
         n_broken = 0
         for _ in range(self.cfg.num_steps_per_env):
-            policy_obs, value_obs = self.obs[POLICY], critic_obs(self.obs)
-            dist, actor_state = policy.act(policy_obs, actor_state)
-            actions = dist.sample()
-            values, critic_state = policy.value(value_obs, critic_state)
+            actions = alg.act(self.obs)
             result: StepResult = env.step(actions.to(self.env_device))
-            next_obs, reward, terminated, truncated = result.obs, result.reward, result.terminated, result.truncated
-            final_obs, final_env_ids = result.final_obs, result.final_env_ids
             if self.cfg.non_finite_obs == "reset":
-                next_obs, reward, terminated, truncated, final_obs, final_env_ids, broken = recover_non_finite(
-                    next_obs, reward, terminated, truncated, final_obs, final_env_ids,
-                    {k: v.to(reward.device) for k, v in self.obs.items()}, env.reset_envs,
-                )
+                last_obs = {k: v.to(result.reward.device) for k, v in self.obs.items()}
+                result, broken = recover_non_finite(result, last_obs, env.reset_envs)
                 n_broken += broken.numel()
             if self.cfg.validate_env_output:
-                validate_step(env.num_envs, reward, terminated, truncated, next_obs, final_obs, final_env_ids)
-            reward = reward.to(self.device)
-            terminated, truncated = terminated.to(self.device), truncated.to(self.device)
-            storage.add(
-                self.obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values,
-                reward, terminated, truncated, final_obs, final_env_ids,  # storage moves the rows to its device
-                critic_state,  # before the reset below: V(s_final) continues this episode's memory
-            )
+                validate_step(env.num_envs, result)
+            result = self._on_device(result)
+            done = alg.process_env_step(result)
 
-            done = done_mask(terminated, truncated)
             keep = (~done).to(torch.float32)
-            actor_state = actor_state * keep.view(1, -1, 1) if actor_state is not None else None
-            critic_state = critic_state * keep.view(1, -1, 1) if critic_state is not None else None
-
-            self.episode_return += reward
+            self.episode_return += result.reward
             self.episode_length += 1
             ended_return += (self.episode_return * done).sum()
             ended_length += (self.episode_length * done).sum()
@@ -168,8 +152,7 @@ class Runner:
             self.episode_length *= keep
             for key, value in result.info.get("log", {}).items():
                 info_sums[key] = info_sums.get(key, 0.0) + value  # tensors stay on device until the end
-            self.obs = self._to_device(next_obs)
-        self.states = (actor_state, critic_state)
+            self.obs = self._to_device(result.obs)
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         n = float(ended)
         stats = {f"env/{k}": float(v) / self.cfg.num_steps_per_env for k, v in info_sums.items()}
@@ -197,13 +180,10 @@ class Runner:
             for _ in range(iterations):
                 t0 = time.perf_counter()
                 stats = self._collect()
-                stats.update(self.alg.compute_returns(self.storage, self.obs, self.states[1]))
+                stats.update(self.alg.compute_returns(self.obs))
                 t1 = time.perf_counter()
-                stats.update(self.alg.update(self.storage, self.generator))
-                # Normalizer statistics move once per iteration, after the update: every value of a
-                # rollout (stored, last and final) and every ratio of its update share one normalization.
-                obs = self.storage.data["obs"]
-                self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
+                stats.update(self.alg.update(self.generator))
+                self.alg.update_normalizers()
                 t2 = time.perf_counter()
                 self.iteration += 1
                 stats["perf/collection_s"] = t1 - t0
@@ -230,8 +210,7 @@ class Runner:
         adaptive learning rate to its floor before training starts.
         """
         self._collect()
-        obs = self.storage.data["obs"]
-        self.policy.update_normalizers(obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1))
+        self.alg.update_normalizers()
 
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
         if self.rank != 0:
@@ -260,7 +239,7 @@ class Runner:
             "ppo": self.alg.state_dict(),
             "config": dataclasses.asdict(self.cfg),
             "obs": self.obs,
-            "states": self.states,
+            "states": self.alg.states,
             "episode_return": self.episode_return,
             "episode_length": self.episode_length,
             "env": env_state,
@@ -280,14 +259,7 @@ class Runner:
         """
         if self.rank != 0:
             return
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as f:
-            torch.save(self.state_dict(), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        checkpoint.save_atomic(self.state_dict(), path)
 
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
         """Restore a checkpoint.
@@ -298,7 +270,7 @@ class Runner:
         (policy, normalizers, optimizer, learning rate, iteration) is restored on every rank and
         the envs continue from their current state.
         """
-        ckpt = torch.load(path, map_location=self.device, weights_only=False)
+        ckpt = checkpoint.read(path, self.device)
         self.policy.load_state_dict(ckpt["policy"])
         if load_optimizer:
             self.alg.load_state_dict(ckpt["ppo"])
@@ -307,7 +279,7 @@ class Runner:
         if ckpt.get("world_size", 1) != 1 or self.world_size != 1:
             return
         self.obs = ckpt["obs"]
-        self.states = ckpt["states"]
+        self.alg.states = ckpt["states"]
         self.episode_return = ckpt["episode_return"]
         self.episode_length = ckpt["episode_length"]
         if ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):

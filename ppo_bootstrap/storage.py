@@ -10,13 +10,55 @@ they belong to (and, for recurrent critics, the critic state from *before* the r
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from tensordict import TensorDict
 
-from ppo_bootstrap.env import ObsGroups
-from ppo_bootstrap.episode import done_mask
-from ppo_bootstrap.modules.actor_critic import State
+from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.episode import State, done_mask
+
+
+@dataclass
+class Transition:
+    """What the policy did at step ``t``, before the env answered. ``N`` envs, ``A`` actions.
+
+    Attributes:
+        obs: the observation groups acted on, ``[N, D_g]`` each.
+        actions, action_mean, action_std: ``[N, A]``.
+        log_probs, values: ``[N]``.
+        critic_state: critic state ``[S, N, H]`` after step ``t`` and before any reset (``None``
+            for MLPs): ``V(s_final)`` of an episode ending at ``t`` continues this memory.
+    """
+
+    obs: ObsGroups
+    actions: torch.Tensor
+    action_mean: torch.Tensor
+    action_std: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    critic_state: State = None
+
+
+@dataclass
+class TerminalRows:
+    """The final observations of every episode that ended inside a rollout, ``K`` rows in all.
+
+    Attributes:
+        obs: batch ``[K]``, one group per observation group, captured before the reset.
+        step: ``[K]`` long, the step ``t`` at which each episode ended.
+        env_id: ``[K]`` long, its env.
+        critic_state: ``[S, K, H]`` pre-reset critic state of each row, ``None`` for MLPs.
+    """
+
+    obs: TensorDict
+    step: torch.Tensor
+    env_id: torch.Tensor
+    critic_state: State = None
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.step.shape[0])
 
 
 class RolloutStorage:
@@ -63,8 +105,8 @@ class RolloutStorage:
         )
         self.initial_states: tuple[State, State] = (None, None)
         self.step = 0
-        self._terminal: list[tuple[int, torch.Tensor, ObsGroups, torch.Tensor | None]] = []
-        self.terminal: TensorDict | None = None
+        self._terminal: list[tuple[int, torch.Tensor, ObsGroups, State]] = []
+        self.terminal: TerminalRows | None = None
 
     def start(self, states: tuple[State, State]) -> None:
         """Begin a rollout; ``states`` are the (actor, critic) recurrent states before its first step."""
@@ -73,49 +115,36 @@ class RolloutStorage:
         self.terminal = None
         self.initial_states = tuple(s.clone() if s is not None else None for s in states)  # type: ignore[assignment]
 
-    def add(
-        self,
-        obs: ObsGroups,
-        actions: torch.Tensor,
-        action_mean: torch.Tensor,
-        action_std: torch.Tensor,
-        log_probs: torch.Tensor,
-        values: torch.Tensor,
-        rewards: torch.Tensor,
-        terminated: torch.Tensor,
-        truncated: torch.Tensor,
-        final_obs: ObsGroups,
-        final_env_ids: torch.Tensor,
-        final_critic_state: State,
-    ) -> None:
-        """Record step ``t``: the obs acted on, what was done, and how each episode ended.
+    def add(self, transition: Transition, result: StepResult) -> None:
+        """Record step ``t``: what the policy did (``transition``) and how the env answered (``result``).
 
-        ``final_obs`` rows ``[K, D_g]`` belong to ``final_env_ids`` ``[K]``; ``final_critic_state``
-        is the critic state ``[S, N, H]`` after step ``t`` and before any reset (``None`` for MLPs).
+        Only the ``K`` ended rows of ``result.final_obs`` are kept, with their step, env id and the
+        pre-reset critic state; the post-reset ``result.obs`` is the next transition's business.
         """
         if self.step >= self.num_steps:
             raise RuntimeError(f"rollout storage is full ({self.num_steps} steps); call start() first")
         t = self.step
         row = self.data[t]
-        for group, value in obs.items():
+        for group, value in transition.obs.items():
             row["obs", group].copy_(value)
-        row["actions"].copy_(actions)
-        row["action_mean"].copy_(action_mean)
-        row["action_std"].copy_(action_std)
-        row["log_probs"].copy_(log_probs)
-        row["values"].copy_(values)
-        row["rewards"].copy_(rewards)
-        row["terminated"].copy_(terminated)
-        row["truncated"].copy_(truncated)
-        if final_env_ids.numel():
+        row["actions"].copy_(transition.actions)
+        row["action_mean"].copy_(transition.action_mean)
+        row["action_std"].copy_(transition.action_std)
+        row["log_probs"].copy_(transition.log_probs)
+        row["values"].copy_(transition.values)
+        row["rewards"].copy_(result.reward)
+        row["terminated"].copy_(result.terminated)
+        row["truncated"].copy_(result.truncated)
+        if result.final_env_ids.numel():
             # Plain tensors per step (no per-step TensorDict): this sits on the env-step hot path.
-            ids = final_env_ids.to(device=self.device, dtype=torch.long)
-            state_rows = final_critic_state[:, ids].transpose(0, 1) if final_critic_state is not None else None
-            self._terminal.append((t, ids, {g: v.to(self.device) for g, v in final_obs.items()}, state_rows))
+            ids = result.final_env_ids.to(device=self.device, dtype=torch.long)
+            state = transition.critic_state
+            state_rows = state[:, ids] if state is not None else None
+            self._terminal.append((t, ids, {g: v.to(self.device) for g, v in result.final_obs.items()}, state_rows))
         self.step += 1
 
-    def finish(self) -> TensorDict | None:
-        """Close the rollout; return the terminal rows as one TensorDict of batch ``[K]`` (or ``None``)."""
+    def finish(self) -> TerminalRows | None:
+        """Close the rollout; return its terminal rows (``None`` when no episode ended)."""
         if self.step != self.num_steps:
             raise RuntimeError(f"rollout has {self.step} of {self.num_steps} steps")
         if not self._terminal:
@@ -124,14 +153,12 @@ class RolloutStorage:
         steps, ids, obs, states = zip(*self._terminal)
         counts = torch.tensor([i.numel() for i in ids])
         k = int(counts.sum())
-        entry = {
-            "obs": TensorDict({g: torch.cat([o[g] for o in obs]) for g in obs[0]}, batch_size=[k]),
-            "step": torch.repeat_interleave(torch.tensor(steps), counts).to(self.device),
-            "env_id": torch.cat(ids),
-        }
-        if states[0] is not None:
-            entry["critic_state"] = torch.cat(states)
-        self.terminal = TensorDict(entry, batch_size=[k], device=self.device)
+        self.terminal = TerminalRows(
+            obs=TensorDict({g: torch.cat([o[g] for o in obs]) for g in obs[0]}, batch_size=[k], device=self.device),
+            step=torch.repeat_interleave(torch.tensor(steps), counts).to(self.device),
+            env_id=torch.cat(ids),
+            critic_state=torch.cat(states, dim=1) if states[0] is not None else None,
+        )
         self._terminal.clear()
         return self.terminal
 

@@ -98,7 +98,7 @@ def check(venv, env, steps):
     for _ in range(steps):
         x_terminal = torch.from_numpy(env.x + 1.0)
         res = venv.step(torch.zeros(env.num_envs, 2))
-        validate_step(env.num_envs, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+        validate_step(env.num_envs, res)
         ids = res.final_env_ids
         torch.testing.assert_close(res.final_obs["policy"][:, 0], x_terminal[ids])
         expected = x_terminal.clone()
@@ -238,7 +238,7 @@ def test_real_gymnasium_sync_vector_env(mode):
         actions = torch.zeros(3, 2)
         actions[t % 3, 0] = 1.0 if t % 2 else 0.0  # some falls, some time-outs, some both
         res = venv.step(actions)
-        validate_step(3, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+        validate_step(3, res)
         x = x + 1
         ids = res.final_env_ids
         torch.testing.assert_close(res.final_obs["policy"][:, 0], x[ids])

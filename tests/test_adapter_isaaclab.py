@@ -118,7 +118,7 @@ def run_steps(venv, env, steps):
         x_before_reset = env.x + 1.0  # the state every env reaches this step, before any reset
         length = env.episode_length_buf + 1
         res = venv.step(torch.zeros(env.num_envs, 2))
-        validate_step(env.num_envs, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+        validate_step(env.num_envs, res)
         ids = res.final_env_ids
         torch.testing.assert_close(res.final_obs["policy"][:, 0], x_before_reset[ids])
         torch.testing.assert_close(res.final_obs["critic"][:, 1], length[ids].float())

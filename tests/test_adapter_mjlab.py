@@ -77,7 +77,7 @@ def test_terminal_obs_then_reset_only_done_envs():
     for t in range(6):
         x_terminal = env.x + 1.0
         res = venv.step(torch.zeros(4, 3))
-        validate_step(4, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+        validate_step(4, res)
         ids = res.final_env_ids
         torch.testing.assert_close(res.final_obs["critic"][:, 0], x_terminal[ids])  # the true terminal state
         expected = x_terminal.clone()

@@ -10,6 +10,7 @@ import torch.multiprocessing as mp
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
 from ppo_bootstrap.envs import TimeLimitEnv
 from ppo_bootstrap.modules import EmpiricalNormalization
+from ppo_bootstrap.distributed import global_moments
 from ppo_bootstrap.ppo import normalize_global
 
 WORLD = 2
@@ -34,7 +35,7 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:
         norm = EmpiricalNormalization(3)
-        norm.update(rank_data(rank))
+        norm.update(rank_data(rank), global_moments)  # the trainer passes the same reducer
         adv = normalize_global(rank_data(rank)[:, 0].contiguous())
 
         runner = make_runner(seed_env=rank)
@@ -43,7 +44,7 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         runner.learn(3)
         runner.save(os.path.join(out_dir, "two.pt"))  # rank 0 alone writes
         torch.save({"norm": norm.state_dict(), "adv": adv, "policy": runner.policy.state_dict(),
-                    "lr": runner.alg.learning_rate, "obs0": runner.storage.data["obs", "policy"][0, 0].clone(),
+                    "lr": runner.alg.learning_rate, "obs0": runner.alg.storage.data["obs", "policy"][0, 0].clone(),
                     "loaded": loaded, "iteration": runner.iteration},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:

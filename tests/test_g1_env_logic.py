@@ -82,10 +82,7 @@ def run_until_done(env: G1WalkEnv, max_steps: int) -> list[tuple[int, Any]]:
     ends = []
     for step in range(1, max_steps + 1):
         result = env.step(torch.zeros(env.num_envs, env.num_actions))
-        validate_step(
-            env.num_envs, result.reward, result.terminated, result.truncated,
-            result.obs, result.final_obs, result.final_env_ids,
-        )
+        validate_step(env.num_envs, result)
         if result.final_env_ids.numel():
             ends.append((step, result))
     return ends

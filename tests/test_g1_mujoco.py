@@ -54,9 +54,7 @@ def test_selective_reset_and_final_observation(env: G1WalkEnv) -> None:
                 break
     finally:
         del env._reset_idx
-    validate_step(
-        N, result.reward, result.terminated, result.truncated, result.obs, result.final_obs, result.final_env_ids
-    )
+    validate_step(N, result)
     assert result.final_env_ids.tolist() == [0], f"expected only env 0 to fall, got {result.final_env_ids.tolist()}"
     assert result.terminated[0] and not result.truncated[0]
     assert step < 40  # the thrashing env falls well before the standing ones could

@@ -31,8 +31,8 @@ def test_graphed_update_equals_eager_update():
     for graph in (False, True):
         policy = copy.deepcopy(base)
         ppo = PPO(policy, PPOConfig(cuda_graph=graph, desired_kl=0.003), "cuda")
-        storage = filled_storage()
-        stats = [ppo.update(storage, torch.Generator().manual_seed(1)) for _ in range(3)]
+        ppo.storage = filled_storage()
+        stats = [ppo.update(torch.Generator().manual_seed(1)) for _ in range(3)]
         results.append((policy, stats, ppo.learning_rate))
     (eager, eager_stats, eager_lr), (graphed, graph_stats, graph_lr) = results
     for (name, a), b in zip(eager.named_parameters(), graphed.parameters()):

@@ -35,9 +35,9 @@ def test_final_value_uses_pre_reset_state_and_memory_restarts(kind):
     runner = make_runner(kind)
     with torch.no_grad():
         runner._collect()
-        runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
-    data = runner.storage.data
-    terminal = runner.storage.terminal
+        runner.alg.compute_returns(runner.obs)
+    data = runner.alg.storage.data
+    terminal = runner.alg.storage.terminal
 
     # env 1: obs 2, 3 then timeout (final obs 111) -> reset to 51, 52.
     with torch.no_grad():
@@ -46,7 +46,7 @@ def test_final_value_uses_pre_reset_state_and_memory_restarts(kind):
         (v_fresh,), _ = manual_critic(runner, [51.0])  # a new episode starts from zero memory
         (v_carried,), _ = manual_critic(runner, [51.0], state=h1)
     torch.testing.assert_close(data["values"][:2, 1], torch.tensor([v0, v1]))
-    torch.testing.assert_close(terminal["critic_state"][0], h1[:, 0])
+    torch.testing.assert_close(terminal.critic_state[:, 0], h1[:, 0])
     assert data["returns"][1, 1].item() == pytest.approx(1 + GAMMA * v_final, rel=1e-5)
     assert data["values"][2, 1].item() == pytest.approx(v_fresh, rel=1e-5)
     assert v_fresh != pytest.approx(v_carried, rel=1e-3)  # the check above could fail
@@ -57,8 +57,8 @@ def test_training_sequences_reproduce_collection_without_crossing_episode_ends(k
     runner = make_runner(kind)
     with torch.no_grad():
         runner._collect()
-        runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
-    storage = runner.storage
+        runner.alg.compute_returns(runner.obs)
+    storage = runner.alg.storage
     data = storage.data
     starts = storage.episode_starts()
     assert starts[2, 1] and starts[3, 2] and starts.sum() == 2

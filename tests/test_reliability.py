@@ -135,8 +135,8 @@ def test_blow_up_reset_policy_cuts_episode_bootstraps_from_last_valid_state_and_
         lin.weight.fill_(1.0)
         lin.bias.zero_()
     stats = runner._collect()
-    runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
-    data = runner.storage.data
+    runner.alg.compute_returns(runner.obs)
+    data = runner.alg.storage.data
     assert env.reset_calls == [[1]]
     assert stats["episodes/non_finite_resets"] == 1
     assert data["truncated"][1, 1] and not data["terminated"][1, 1]

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig, RolloutStorage
+from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig, RolloutStorage, StepResult
+from ppo_bootstrap.storage import Transition
 from ppo_bootstrap.envs import TimeLimitEnv
 from ppo_bootstrap.modules import EmpiricalNormalization
 
@@ -20,12 +21,14 @@ def test_terminal_observations_do_not_double_observation_memory():
         terminated[ended] = True
         obs = {"policy": torch.randn(N, D), "critic": torch.randn(N, D + 12)}
         final = {k: v[ended] + 1 for k, v in obs.items()}
-        storage.add(obs, zeros, zeros, zeros, zeros[:, 0], zeros[:, 0], zeros[:, 0], terminated,
-                    torch.zeros(N, dtype=torch.bool), final, ended, None)
+        storage.add(
+            Transition(obs, zeros, zeros, zeros, zeros[:, 0], zeros[:, 0]),
+            StepResult(obs, zeros[:, 0], terminated, torch.zeros(N, dtype=torch.bool), final, ended),
+        )
     terminal = storage.finish()
     obs_bytes = sum(v.numel() * v.element_size() for v in storage.data["obs"].values())
-    terminal_bytes = sum(v.numel() * v.element_size() for v in terminal["obs"].values())
-    assert terminal.batch_size[0] == int(storage.data["terminated"].sum())
+    terminal_bytes = sum(v.numel() * v.element_size() for v in terminal.obs.values())
+    assert terminal.num_rows == int(storage.data["terminated"].sum())
     assert terminal_bytes < 0.01 * obs_bytes
     assert storage.data["obs", "policy"].shape == (T, N, D)
 
@@ -60,7 +63,7 @@ def test_std_types_start_at_init_noise_std_and_train(std_type):
         dist, _ = runner.policy.act(torch.randn(3, 4), None)
     torch.testing.assert_close(dist.stddev, torch.full((3, 2), 0.7))
     runner.learn(1)
-    assert runner.storage.data["action_std"].gt(0).all()
+    assert runner.alg.storage.data["action_std"].gt(0).all()
 
 
 @pytest.mark.parametrize(

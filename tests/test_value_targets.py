@@ -27,8 +27,8 @@ def identity_critic_runner(env, timeout_bootstrap="exact", privileged=False, ste
 
 def targets(runner: Runner) -> torch.Tensor:
     runner._collect()
-    runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
-    return runner.storage.data["returns"]
+    runner.alg.compute_returns(runner.obs)
+    return runner.alg.storage.data["returns"]
 
 
 # env 0 runs on; env 1 times out at t=1; env 2 falls at t=2; env 3 falls and times out together at t=1.
@@ -65,11 +65,11 @@ def test_rsl_rl_and_ignore_truncation_baselines():
 def test_terminal_rows_are_compact_and_statistics_count_causes():
     runner = identity_critic_runner(ScriptedEnv(4, ENDS))
     runner._collect()
-    stats = runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
-    terminal = runner.storage.terminal
-    assert terminal.batch_size == torch.Size([3])
-    assert terminal["step"].tolist() == [1, 1, 2] and terminal["env_id"].tolist() == [1, 3, 2]
-    assert terminal["obs", "policy"].flatten().tolist() == [111.0, 131.0, 122.0]
+    stats = runner.alg.compute_returns(runner.obs)
+    terminal = runner.alg.storage.terminal
+    assert terminal.num_rows == 3
+    assert terminal.step.tolist() == [1, 1, 2] and terminal.env_id.tolist() == [1, 3, 2]
+    assert terminal.obs["policy"].flatten().tolist() == [111.0, 131.0, 122.0]
     assert stats["episodes/terminated"] == 2 and stats["episodes/truncated_only"] == 1
     assert stats["timeout_bootstrap/mean"] == pytest.approx(GAMMA * 111)
 
@@ -83,9 +83,9 @@ def test_final_observation_is_normalized_like_every_other_observation():
     env.reset()
     runner.obs = env.reset()
     runner._collect()
-    runner.alg.compute_returns(runner.storage, runner.obs, runner.states[1])
+    runner.alg.compute_returns(runner.obs)
     norm = runner.policy.critic.normalizer
     lin = runner.policy.critic.head[-1]
     v_final = lin(norm(torch.tensor([[111.0]]))).item()
-    assert runner.storage.data["returns"][1, 1].item() == pytest.approx(1 + GAMMA * v_final, rel=1e-5)
+    assert runner.alg.storage.data["returns"][1, 1].item() == pytest.approx(1 + GAMMA * v_final, rel=1e-5)
     assert v_final != pytest.approx(lin(torch.tensor([[111.0]])).item())  # normalization did apply

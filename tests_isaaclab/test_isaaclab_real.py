@@ -108,7 +108,7 @@ def drive(venv, env, robot, expected_obs, steps):
         for _ in range(steps):
             snapshot.clear()
             res = venv.step(torch.randn(NUM_ENVS, venv.num_actions, generator=gen))
-            validate_step(NUM_ENVS, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+            validate_step(NUM_ENVS, res)
             ids = res.final_env_ids
             if ids.numel() == 0:
                 continue

@@ -82,7 +82,7 @@ def test_terminal_obs_flags_and_partial_reset(env):
             snapshot.clear()
             actions = 0.5 * torch.randn(NUM_ENVS, venv.num_actions, generator=gen)
             res = venv.step(actions)
-            validate_step(NUM_ENVS, res.reward, res.terminated, res.truncated, res.obs, res.final_obs, res.final_env_ids)
+            validate_step(NUM_ENVS, res)
             ids = res.final_env_ids
             if ids.numel() == 0:
                 assert not snapshot

@@ -14,10 +14,8 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from ppo_bootstrap.modules.normalizer import EmpiricalNormalization
-
-State = torch.Tensor | None
-"""Recurrent state ``[S, N, H]``, or ``None`` for feed-forward networks."""
+from ppo_bootstrap.episode import State
+from ppo_bootstrap.modules.normalizer import EmpiricalNormalization, MomentsReduce
 
 
 @dataclass
@@ -99,9 +97,9 @@ class _Network(nn.Module):
         self.memory = Memory(cfg.recurrent, in_dim, cfg.rnn_hidden, cfg.rnn_layers) if cfg.recurrent else None
         self.head = mlp(cfg.rnn_hidden if self.memory else in_dim, hidden, out_dim, cfg.activation)
 
-    def update_normalizer(self, obs: torch.Tensor) -> None:
+    def update_normalizer(self, obs: torch.Tensor, reduce: MomentsReduce | None = None) -> None:
         if isinstance(self.normalizer, EmpiricalNormalization):
-            self.normalizer.update(obs)
+            self.normalizer.update(obs, reduce)
 
     def initial_state(self, n: int, device: torch.device) -> State:
         return self.memory.initial_state(n, device) if self.memory is not None else None
@@ -161,9 +159,12 @@ class ActorCritic(nn.Module):
         """Zero (actor, critic) states for ``n`` envs."""
         return self.actor.initial_state(n, device), self.critic.initial_state(n, device)
 
-    def update_normalizers(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
-        self.actor.update_normalizer(policy_obs)
-        self.critic.update_normalizer(critic_obs)
+    def update_normalizers(
+        self, policy_obs: torch.Tensor, critic_obs: torch.Tensor, reduce: MomentsReduce | None = None
+    ) -> None:
+        """Merge ``[B, D]`` batches into the actor's and critic's normalizers (``reduce``: across processes)."""
+        self.actor.update_normalizer(policy_obs, reduce)
+        self.critic.update_normalizer(critic_obs, reduce)
 
     def _distribution(self, out: torch.Tensor) -> Normal:
         if self.cfg.std_type == "state_dependent":

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
-from ppo_bootstrap.distributed import global_moments
+Moments = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""``(count, mean [D], m2 [D])`` of a batch, float64."""
+MomentsReduce = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Moments]
 
 
 class EmpiricalNormalization(nn.Module):
@@ -40,11 +44,12 @@ class EmpiricalNormalization(nn.Module):
         return (x - self._mean32) / (self._std32 + self.eps)
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
+    def update(self, x: torch.Tensor, reduce: MomentsReduce | None = None) -> None:
         """Merge the moments of ``x`` ``[B, D]`` into the running ones (a no-op in eval mode).
 
-        Under ``torch.distributed`` the batch is the union of every rank's ``x``, so all ranks keep
-        the same statistics.
+        ``reduce`` combines the batch moments of several processes before the merge (the trainer
+        passes ``ppo_bootstrap.distributed.global_moments``, so every rank keeps the same
+        statistics); the module itself knows nothing of processes.
         """
         if not self.training:
             return
@@ -52,7 +57,8 @@ class EmpiricalNormalization(nn.Module):
         n_b = torch.tensor(float(x.shape[0]), dtype=torch.float64, device=x.device)
         mean_b = x.mean(0)
         m2_b = ((x - mean_b) ** 2).sum(0)
-        self.merge(*global_moments(n_b, mean_b, m2_b))
+        moments = (n_b, mean_b, m2_b) if reduce is None else reduce(n_b, mean_b, m2_b)
+        self.merge(*moments)
 
     @torch.no_grad()
     def merge(self, n_b: torch.Tensor, mean_b: torch.Tensor, m2_b: torch.Tensor) -> None:
