@@ -6,6 +6,10 @@
 * :class:`~isaac_adapter.adapters.gymnasium.GymnasiumVecEnv`: Gymnasium 1.x vector envs
   (``SAME_STEP``, ``NEXT_STEP`` and ``DISABLED`` auto-reset).
 
+The Isaac Lab and mjlab adapters share one base, :class:`~isaac_adapter.adapters.base.IsaacApiVecEnv`
+(action checks, group selection, episode flags, ``final_env_ids``, ``info["log"]``); each adds only
+how it obtains the final observation.
+
 Every adapter reports the true last observation of each ended env (captured before its reset),
 passes ``terminated`` and ``truncated`` on as the simulator set them (both may be true), and raises
 :class:`ppo_bootstrap.episode.EpisodeProtocolError` when the env cannot provide a final observation

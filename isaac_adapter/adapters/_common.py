@@ -1,4 +1,9 @@
-"""Helpers shared by the adapters: unwrapping, observation groups, final-observation bookkeeping."""
+"""Helpers shared by all adapters: unwrapping, observation groups, final-observation bookkeeping.
+
+The episode rules themselves (what ends an episode, when a time-out is terminal) live in
+:mod:`ppo_bootstrap.episode`; the step shared by Isaac Lab and mjlab lives in
+:mod:`isaac_adapter.adapters.base`.
+"""
 
 from __future__ import annotations
 
@@ -103,18 +108,3 @@ def log_scalars(log: Any) -> dict[str, Any]:
             out[key] = value
     return out
 
-
-def finite_horizon_flags(
-    terminated: torch.Tensor, truncated: torch.Tensor, finite_horizon: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(terminated, truncated)`` as fresh bool tensors.
-
-    For a finite-horizon task (``cfg.is_finite_horizon``) the time limit is part of the MDP: a
-    time-out is terminal, so ``terminated |= truncated`` (``truncated`` stays as reported; with both
-    true the library's rule "terminated wins" gives no bootstrap).
-    """
-    terminated = terminated.to(torch.bool).clone()
-    truncated = truncated.to(torch.bool).clone()
-    if finite_horizon:
-        terminated |= truncated
-    return terminated, truncated

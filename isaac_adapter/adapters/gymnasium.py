@@ -22,6 +22,11 @@ Observations: a ``Box`` observation space becomes the ``"policy"`` group; a ``Di
 keys (``obs_groups``, default ``"policy"``/``"actor"`` and ``"critic"``). Arrays are copied into
 ``float32`` tensors on ``device``. Actions must be a ``Box`` (the Runner's Gaussian policy); they are
 sent to the env as NumPy arrays.
+
+This adapter does not build on :class:`~isaac_adapter.adapters.base.IsaacApiVecEnv`: a Gymnasium
+vector env speaks NumPy, has no ``cfg`` (so no finite horizon and no action clipping) and no
+``extras["log"]``; it shares only the helpers of :mod:`isaac_adapter.adapters._common` and the
+episode rules of :mod:`ppo_bootstrap.episode`.
 """
 
 from __future__ import annotations

@@ -18,16 +18,17 @@ that reset, in one of two ways:
 
 ``"auto"`` (default) picks ``"extras"`` when the cfg has ``compute_final_obs`` and ``"hook"`` otherwise.
 
-Episode ends: Isaac Lab's termination terms with ``time_out=True`` land in ``truncated``, the others
-in ``terminated``; both may be true and both are passed on (the library's "terminated wins" rule
-decides the target). For a finite-horizon task (``cfg.is_finite_horizon``, the flag Isaac Lab's RL
-wrappers read) the time limit is part of the MDP, so ``terminated |= truncated``.
+Everything else (action checks and clipping, group selection, the flags, ``final_env_ids``,
+``info["log"]``) is the shared :class:`~isaac_adapter.adapters.base.IsaacApiVecEnv`; this class adds
+the two capture routes above. Episode ends: Isaac Lab's termination terms with ``time_out=True``
+land in ``truncated``, the others in ``terminated``; both may be true and both are passed on. For
+a finite-horizon task (``cfg.is_finite_horizon``, the flag Isaac Lab's RL wrappers read) a
+time-out is terminal (:func:`ppo_bootstrap.episode.time_limit_as_terminal`).
 
-Host synchronisation: the adapter adds exactly one per step, ``torch.nonzero(terminated |
-truncated)``, which produces the compact ascending ``final_env_ids`` of the protocol (Isaac Lab's
-own step already performs the same ``nonzero`` on ``reset_buf``). Everything else stays on the
-device. In hook mode, the check that every ended env was captured (``check_final_obs``) costs a
-second sync and is therefore on by default only on CPU.
+Host synchronisation: the adapter adds exactly one per step, the ``nonzero`` that produces
+``final_env_ids`` (Isaac Lab's own step already performs the same ``nonzero`` on ``reset_buf``).
+Everything else stays on the device. In hook mode, the check that every ended env was captured
+(``check_final_obs``) costs a second sync and is therefore on by default only on CPU.
 """
 
 from __future__ import annotations
@@ -38,18 +39,11 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
-from ppo_bootstrap.episode import EpisodeProtocolError, done_mask
+from ppo_bootstrap.env import ObsGroups
+from ppo_bootstrap.episode import EpisodeProtocolError
 
-from isaac_adapter.adapters._common import (
-    empty_rows,
-    finite_horizon_flags,
-    log_scalars,
-    resolve_groups,
-    select_groups,
-    shares_memory,
-    unwrap,
-)
+from isaac_adapter.adapters._common import shares_memory
+from isaac_adapter.adapters.base import IsaacApiVecEnv, StepOutput
 
 _HOOK_MARK = "_ppo_bootstrap_final_obs_hook"
 
@@ -106,7 +100,7 @@ def _fingerprint(final_obs: Mapping[str, Any]) -> tuple:
     return tuple(parts)
 
 
-class IsaacLabVecEnv:
+class IsaacLabVecEnv(IsaacApiVecEnv):
     """Adapts an Isaac Lab RL env to :class:`ppo_bootstrap.env.VecEnv`.
 
     Args:
@@ -121,6 +115,9 @@ class IsaacLabVecEnv:
             (one extra host sync). Default: on for CPU envs, off for GPU envs.
     """
 
+    _env_kind = "an Isaac Lab RL env"
+    _required_attrs = (*IsaacApiVecEnv._required_attrs, "_reset_idx")
+
     def __init__(
         self,
         env: Any,
@@ -129,39 +126,10 @@ class IsaacLabVecEnv:
         clip_actions: float | None = None,
         check_final_obs: bool | None = None,
     ) -> None:
-        self.env = env
-        self.unwrapped = base = unwrap(env)
-        for attr in ("cfg", "num_envs", "device", "step", "reset", "_reset_idx"):
-            if not hasattr(base, attr):
-                raise TypeError(f"{type(base).__name__} is not an Isaac Lab RL env (no {attr!r})")
-        self._stepper = env if _is_gym_wrapper(env) else base
-        self.cfg = base.cfg
-        self.num_envs = int(base.num_envs)
-        self.device = torch.device(base.device)
-        self.num_actions = _num_actions(base)
-        self.finite_horizon = bool(getattr(self.cfg, "is_finite_horizon", False))
-        self.clip_actions = clip_actions
-        self._obs_groups = obs_groups
-        self._mapping: dict[str, str] | None = None
-
-        has_flag = hasattr(self.cfg, "compute_final_obs")
-        if final_obs == "auto":
-            final_obs = "extras" if has_flag else "hook"
-        if final_obs == "extras":
-            if not has_flag:
-                raise ValueError(
-                    f"{type(self.cfg).__name__} has no compute_final_obs (Isaac Lab < 3.0): use final_obs='hook'"
-                )
-            if not self.cfg.compute_final_obs:
-                raise ValueError(
-                    "the env was built with cfg.compute_final_obs=False, so it cannot report the observation "
-                    "of an env before its same-step reset and timeouts cannot be bootstrapped. Set "
-                    "env_cfg.compute_final_obs = True (isaac_adapter.adapters.isaaclab.enable_final_obs) before "
-                    "gym.make / the env constructor, or adapt with final_obs='hook'"
-                )
-        elif final_obs != "hook":
-            raise ValueError(f"final_obs must be 'auto', 'extras' or 'hook', got {final_obs!r}")
-        self.final_obs_mode = final_obs
+        super().__init__(env, obs_groups, clip_actions)
+        if _is_gym_wrapper(env):
+            self._stepper = env  # step through gymnasium wrappers so they keep working
+        self.final_obs_mode = self._final_obs_mode(final_obs)
         self._last_final_obs: Any = None  # kept alive so its id cannot be reused
         self._last_fingerprint: tuple | None = None
         self._steps = 0
@@ -172,8 +140,31 @@ class IsaacLabVecEnv:
         self._hook_calls = 0
         self._captured: ObsGroups | None = None
         self._captured_mask: torch.Tensor | None = None
-        if final_obs == "hook":
+        if self.final_obs_mode == "hook":
             self._install_hook()
+
+    def _read_num_actions(self, base: Any) -> int:
+        return _num_actions(base)  # direct envs have no action manager
+
+    def _final_obs_mode(self, final_obs: str) -> str:
+        """``"extras"`` or ``"hook"`` for the requested mode; raises when the cfg cannot serve it."""
+        has_flag = hasattr(self.cfg, "compute_final_obs")
+        if final_obs == "auto":
+            final_obs = "extras" if has_flag else "hook"
+        if final_obs == "hook":
+            return final_obs
+        if final_obs != "extras":
+            raise ValueError(f"final_obs must be 'auto', 'extras' or 'hook', got {final_obs!r}")
+        if not has_flag:
+            raise ValueError(f"{type(self.cfg).__name__} has no compute_final_obs (Isaac Lab < 3.0): use final_obs='hook'")
+        if not self.cfg.compute_final_obs:
+            raise ValueError(
+                "the env was built with cfg.compute_final_obs=False, so it cannot report the observation "
+                "of an env before its same-step reset and timeouts cannot be bootstrapped. Set "
+                "env_cfg.compute_final_obs = True (isaac_adapter.adapters.isaaclab.enable_final_obs) before "
+                "gym.make / the env constructor, or adapt with final_obs='hook'"
+            )
+        return final_obs
 
     # ------------------------------------------------------------------ hook mode
     def _install_hook(self) -> None:
@@ -207,8 +198,7 @@ class IsaacLabVecEnv:
         return obs
 
     def _capture(self, env_ids: Any) -> None:
-        raw = self._compute_obs()
-        obs = select_groups(raw, self._groups_for(raw), "pre-reset observations")
+        obs = self._select(self._compute_obs(), "pre-reset observations")
         if isinstance(env_ids, slice) or env_ids is None:
             ids = torch.arange(self.num_envs, device=self.device)[env_ids if env_ids is not None else slice(None)]
         else:
@@ -256,7 +246,7 @@ class IsaacLabVecEnv:
                 "without recomputing it)"
             )
         self._last_final_obs, self._last_fingerprint = final, fingerprint
-        rows = select_groups(final, self._mapping, "extras['final_obs']")
+        rows = self._select(final, "extras['final_obs']")
         out = {}
         for group, value in rows.items():
             if value.shape[0] != self.num_envs:
@@ -271,45 +261,28 @@ class IsaacLabVecEnv:
             out[group] = value[ids.to(value.device)].to(self.device)
         return out
 
-    # ------------------------------------------------------------------ VecEnv
-    def _groups_for(self, obs: Mapping[str, Any]) -> dict[str, str]:
-        if self._mapping is None:
-            self._mapping = resolve_groups(obs, self._obs_groups)
-        return self._mapping
-
-    def reset(self) -> ObsGroups:
-        self._capturing = False
-        obs, _ = self._stepper.reset()
-        return select_groups(obs, self._groups_for(obs), "reset() obs")
-
-    def step(self, actions: torch.Tensor) -> StepResult:
-        check_actions(actions, self.num_envs, self.num_actions, self.device)
-        if self.clip_actions is not None:
-            actions = actions.clamp(-self.clip_actions, self.clip_actions)
+    # ------------------------------------------------------------------ IsaacApiVecEnv
+    def _env_step(self, actions: torch.Tensor) -> StepOutput:
         if self.final_obs_mode == "hook":
-            self._hook_calls = 0
-            if self._captured_mask is not None:
-                self._captured_mask.zero_()
-            self._capturing = True
+            self._arm_capture()
         try:
-            obs_raw, reward, terminated, truncated, extras = self._stepper.step(actions.to(self.device))
+            out = super()._env_step(actions)
         finally:
-            self._capturing = False
+            self._capturing = False  # a reset outside step() (the user's reset()) is no episode end
         self._steps += 1
-        obs = select_groups(obs_raw, self._groups_for(obs_raw), "step() obs")
-        terminated, truncated = finite_horizon_flags(terminated, truncated, self.finite_horizon)
-        ids = torch.nonzero(done_mask(terminated, truncated)).flatten()  # the one host sync of the adapter
-        info: dict[str, Any] = {"extras": extras}
-        if ids.numel() == 0:
-            final = empty_rows(obs)
-        else:
-            if self.final_obs_mode == "extras":
-                final = self._final_from_extras(extras, ids, obs)
-            else:
-                final = self._final_from_hook(ids)
-            if isinstance(extras, Mapping):
-                info["log"] = log_scalars(extras.get("log"))  # Isaac Lab writes episode logs on resets
-        return StepResult(obs, reward.reshape(self.num_envs).clone(), terminated, truncated, final, ids, info)
+        return out
 
-    def close(self) -> None:
-        self.env.close()
+    def _arm_capture(self) -> None:
+        """Start a step in hook mode: nothing captured yet, and the hook records the resets from now on."""
+        self._hook_calls = 0
+        if self._captured_mask is not None:
+            self._captured_mask.zero_()
+        self._capturing = True
+
+    def _end_episodes(self, obs: ObsGroups, extras: Any, ids: torch.Tensor) -> tuple[ObsGroups, ObsGroups, Any]:
+        # the env already reset the ended envs inside step(): obs is post-reset, the final rows were kept aside
+        if self.final_obs_mode == "extras":
+            final = self._final_from_extras(extras, ids, obs)
+        else:
+            final = self._final_from_hook(ids)
+        return obs, final, extras

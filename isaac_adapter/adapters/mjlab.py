@@ -13,12 +13,16 @@ observation* of every env and refuses to step again until the ended envs are res
    history of the others are untouched), and the post-reset rows of the returned observations
    replace the terminal rows. Rows of the other envs stay exactly as ``step`` returned them.
 
+Steps 1 and 2, the flags and ``info["log"]`` are the shared
+:class:`~isaac_adapter.adapters.base.IsaacApiVecEnv`; this class adds step 3.
+
 A hook around ``_reset_idx`` (the Isaac Lab 2.x route) would be wrong here: mjlab refreshes derived
 kinematics once per step *after* its auto-reset, so observations computed just before the reset
 would be one physics substep stale. ``auto_reset=False`` is the supported route.
 
-The episode statistics mjlab writes while resetting (``extras["log"]``) come back as ``info["log"]``.
-For a finite-horizon task (``cfg.is_finite_horizon``) a time-out is terminal: ``terminated |= truncated``.
+The episode statistics mjlab writes while resetting (``extras["log"]`` of ``reset(env_ids)``) come
+back as ``info["log"]``. For a finite-horizon task (``cfg.is_finite_horizon``) a time-out is
+terminal (:func:`ppo_bootstrap.episode.time_limit_as_terminal`).
 """
 
 from __future__ import annotations
@@ -28,17 +32,10 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
-from ppo_bootstrap.episode import EpisodeProtocolError, done_mask
+from ppo_bootstrap.env import ObsGroups
+from ppo_bootstrap.episode import EpisodeProtocolError
 
-from isaac_adapter.adapters._common import (
-    empty_rows,
-    finite_horizon_flags,
-    log_scalars,
-    resolve_groups,
-    select_groups,
-    unwrap,
-)
+from isaac_adapter.adapters.base import IsaacApiVecEnv
 
 
 def disable_auto_reset(env_cfg: Any) -> Any:
@@ -49,7 +46,7 @@ def disable_auto_reset(env_cfg: Any) -> Any:
     return env_cfg
 
 
-class MjlabVecEnv:
+class MjlabVecEnv(IsaacApiVecEnv):
     """Adapts an mjlab ``ManagerBasedRlEnv`` built with ``cfg.auto_reset=False``.
 
     Args:
@@ -59,52 +56,25 @@ class MjlabVecEnv:
         clip_actions: clamp actions to ``[-clip, clip]`` before stepping.
     """
 
+    _env_kind = "an mjlab RL env"
+
     def __init__(self, env: Any, obs_groups: Mapping[str, str] | None = None, clip_actions: float | None = None) -> None:
-        self.env = env
-        self.unwrapped = base = unwrap(env)
-        for attr in ("cfg", "num_envs", "device", "step", "reset"):
-            if not hasattr(base, attr):
-                raise TypeError(f"{type(base).__name__} is not an mjlab RL env (no {attr!r})")
-        self.cfg = base.cfg
+        super().__init__(env, obs_groups, clip_actions)
         if getattr(self.cfg, "auto_reset", True):
             raise ValueError(
                 "the mjlab env was built with cfg.auto_reset=True: its step() resets ended envs before the "
                 "observation is computed, so the final observation is lost. Set env_cfg.auto_reset = False "
                 "(isaac_adapter.adapters.mjlab.disable_auto_reset) before building the env"
             )
-        self.num_envs = int(base.num_envs)
-        self.device = torch.device(base.device)
-        self.num_actions = int(base.action_manager.total_action_dim)
-        self.finite_horizon = bool(getattr(self.cfg, "is_finite_horizon", False))
-        self.clip_actions = clip_actions
-        self._obs_groups = obs_groups
-        self._mapping: dict[str, str] | None = None
-
-    def _groups_for(self, obs: Mapping[str, Any]) -> dict[str, str]:
-        if self._mapping is None:
-            self._mapping = resolve_groups(obs, self._obs_groups)
-        return self._mapping
 
     def reset(self) -> ObsGroups:
-        obs, _ = self.unwrapped.reset()
-        return {k: v.clone() for k, v in select_groups(obs, self._groups_for(obs), "reset() obs").items()}
+        return {k: v.clone() for k, v in super().reset().items()}  # not the env's buffers, which its steps rewrite
 
-    def step(self, actions: torch.Tensor) -> StepResult:
-        check_actions(actions, self.num_envs, self.num_actions, self.device)
-        if self.clip_actions is not None:
-            actions = actions.clamp(-self.clip_actions, self.clip_actions)
-        obs_raw, reward, terminated, truncated, extras = self.unwrapped.step(actions.to(self.device))
-        obs = select_groups(obs_raw, self._groups_for(obs_raw), "step() obs")
-        reward = reward.reshape(self.num_envs).clone()
-        terminated, truncated = finite_horizon_flags(terminated, truncated, self.finite_horizon)
-        ids = torch.nonzero(done_mask(terminated, truncated)).flatten()  # the one host sync of the adapter
-        if ids.numel() == 0:
-            info: dict[str, Any] = {"extras": extras}
-            return StepResult(obs, reward, terminated, truncated, empty_rows(obs), ids, info)
-
+    def _end_episodes(self, obs: ObsGroups, extras: Any, ids: torch.Tensor) -> tuple[ObsGroups, ObsGroups, Any]:
+        # obs holds the true terminal rows; reset only the ended envs and splice in their fresh rows
         final = {g: v[ids] for g, v in obs.items()}  # advanced indexing copies: safe from the reset below
         reset_obs_raw, reset_extras = self.unwrapped.reset(env_ids=ids)
-        reset_obs = select_groups(reset_obs_raw, self._mapping, "reset(env_ids) obs")
+        reset_obs = self._select(reset_obs_raw, "reset(env_ids) obs")
         post = {}
         for group, value in obs.items():
             fresh = reset_obs[group]
@@ -114,10 +84,4 @@ class MjlabVecEnv:
                     f"step() returned {tuple(value.shape)}"
                 )
             post[group] = value.index_copy(0, ids, fresh[ids])
-        info = {"extras": reset_extras, "log": log_scalars(reset_extras.get("log") if isinstance(reset_extras, Mapping) else None)}
-        return StepResult(post, reward, terminated, truncated, final, ids, info)
-
-    def close(self) -> None:
-        close = getattr(self.env, "close", None)
-        if close is not None:
-            close()
+        return post, final, reset_extras
