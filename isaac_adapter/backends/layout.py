@@ -1,5 +1,9 @@
-"""Where a floating-base robot's quantities live inside a compiled MuJoCo model (shared by the
-CPU and the Warp backend, which read the same model)."""
+"""Where a floating-base robot's quantities live inside a compiled MuJoCo model, and how the seam's
+:class:`PhysicsState` is read from and reset rows are written into ``N`` batched simulations.
+
+Shared by the CPU and the Warp backend: both read the same model and keep one row per env, so the
+index arithmetic and the frame conversions live here once, on torch views of the backend's arrays.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,10 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+import torch
+
+from isaac_adapter.backends.base import PhysicsState
+from isaac_adapter.math import quat_apply, quat_apply_inverse
 
 
 @dataclass(frozen=True)
@@ -70,3 +78,105 @@ def robot_layout(
             [model.sensor_adr[model.sensor(s).id] + np.arange(3) for s in foot_vel_sensors], dtype=np.int64
         ),
     )
+
+
+def _fresh(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a new float32 tensor: a basic-indexed view must not follow later steps."""
+    return x.to(torch.float32, copy=True)
+
+
+class RobotArrays:
+    """One robot's quantities in the ``[N, ...]`` arrays of ``N`` MuJoCo simulations, as torch views.
+
+    The arrays are live (the backend steps them in place) and zero-copy: NumPy rows of a
+    ``mujoco.batch.Batch`` (float64, CPU) or Warp arrays (float32, any device). Reads and writes are
+    torch ops on the views' device (reset inputs are cast to the views' dtype there), so they add
+    no host synchronisation.
+
+    Args:
+        layout: where the robot lives in the model.
+        qpos: ``[N, nq]`` positions (free joint: position, quaternion ``w, x, y, z``).
+        qvel: ``[N, nv]`` velocities (free joint: linear world frame, angular body frame).
+        ctrl: ``[N, nu]`` controls (position targets of the actuated joints).
+        sensordata: ``[N, nsensordata]`` sensor readings.
+        xpos: ``[N, nbody, 3]`` body positions.
+        subtree_com: ``[N, nbody, 3]`` subtree centres of mass.
+        torque: ``[N, J]`` actuator torques of the last substep, wherever the backend keeps them.
+    """
+
+    def __init__(
+        self,
+        layout: RobotLayout,
+        *,
+        qpos: torch.Tensor,
+        qvel: torch.Tensor,
+        ctrl: torch.Tensor,
+        sensordata: torch.Tensor,
+        xpos: torch.Tensor,
+        subtree_com: torch.Tensor,
+        torque: torch.Tensor,
+    ) -> None:
+        self.layout = layout
+        self.qpos, self.qvel, self.ctrl, self.torque = qpos, qvel, ctrl, torque
+        self.sensordata, self.xpos, self.subtree_com = sensordata, xpos, subtree_com
+        # index tensors live on the arrays' device: indexing must not copy indices per call
+        dev = qpos.device
+        self._joint_q = torch.as_tensor(layout.joint_q, device=dev)
+        self._joint_v = torch.as_tensor(layout.joint_v, device=dev)
+        self._foot_bodies = torch.as_tensor(layout.foot_bodies, device=dev)
+        self._contact_adr = torch.as_tensor(layout.contact_adr, device=dev)
+        self._footvel_adr = torch.as_tensor(layout.footvel_adr, device=dev)
+
+    def state(self) -> PhysicsState:
+        """Copies of the current state as float32 tensors on the arrays' device (shapes in :class:`PhysicsState`)."""
+        q, v = self.qpos, self.qvel
+        rq, rv = self.layout.root_q, self.layout.root_v
+        quat = _fresh(q[:, rq + 3 : rq + 7])
+        # MuJoCo's free-joint angular velocity is in the body frame; the seam speaks world frame
+        ang_vel_b = v[:, rv + 3 : rv + 6].to(torch.float32)
+        # advanced indexing already copies, so those fields only need the dtype
+        return PhysicsState(
+            root_pos_w=_fresh(q[:, rq : rq + 3]),
+            root_quat_w=quat,
+            root_lin_vel_w=_fresh(v[:, rv : rv + 3]),
+            root_ang_vel_w=quat_apply(quat, ang_vel_b),
+            joint_pos=q[:, self._joint_q].to(torch.float32),
+            joint_vel=v[:, self._joint_v].to(torch.float32),
+            applied_torque=_fresh(self.torque),
+            foot_contact=self.sensordata[:, self._contact_adr] > 0,
+            foot_pos_w=self.xpos[:, self._foot_bodies].to(torch.float32),
+            foot_lin_vel_w=self.sensordata[:, self._footvel_adr].to(torch.float32),
+            com_pos_w=_fresh(self.subtree_com[:, self.layout.root_body]),
+        )
+
+    def write_reset_rows(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Write a fresh state into rows ``env_ids`` ``[K]`` of ``qpos``/``qvel``/``ctrl``; zero their torques.
+
+        Only the state rows: clearing the rest of the simulation (time, warm start, ...) before and
+        recomputing the derived fields after is the backend's job.
+
+        Args:
+            env_ids: ``[K]`` long, rows to write.
+            qpos: ``[K, 7 + J]``: root position, root quaternion ``(w, x, y, z)`` (normalised
+                here), joint positions; the joint positions also become the controls.
+            qvel: ``[K, 6 + J]``: root linear and angular velocity (world frame), joint velocities.
+        """
+        ids = env_ids.to(self.qpos.device, torch.long)
+        qpos = qpos.detach().to(self.qpos.device, self.qpos.dtype)
+        qvel = qvel.detach().to(self.qvel.device, self.qvel.dtype)
+        quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True)
+        rq, rv = self.layout.root_q, self.layout.root_v
+        # gather the rows, edit, scatter back: indexing with ids then slicing would edit a copy
+        rows_q = self.qpos[ids]
+        rows_q[:, rq : rq + 3] = qpos[:, :3]
+        rows_q[:, rq + 3 : rq + 7] = quat
+        rows_q[:, self._joint_q] = qpos[:, 7:]
+        rows_v = self.qvel[ids]
+        rows_v[:, rv : rv + 3] = qvel[:, :3]
+        rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6])
+        rows_v[:, self._joint_v] = qvel[:, 6:]
+        self.qpos[ids] = rows_q
+        self.qvel[ids] = rows_v
+        self.ctrl[ids] = qpos[:, 7:]
+        # no torque has been applied to a fresh state yet
+        self.torque[ids] = 0.0

@@ -16,6 +16,7 @@ Two details of the batch shape this file:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,13 +25,23 @@ import numpy as np
 import torch
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import robot_layout
-from isaac_adapter.math import quat_apply, quat_apply_inverse
+from isaac_adapter.backends.layout import RobotArrays, robot_layout
 
 try:
     import mujoco.batch
 except ImportError as error:  # mujoco.batch arrived with MuJoCo 4
     raise ImportError(f"the CPU backend needs mujoco>=4.0 (mujoco.batch); found {mujoco.__version__}") from error
+
+
+def _view(array: np.ndarray) -> torch.Tensor:
+    """Zero-copy torch view of a batch array (same shape, float64).
+
+    The batch flags its derived outputs read-only; torch warns about that once per view, but we
+    only ever read those views.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
 
 
 class MujocoCpuBackend:
@@ -68,49 +79,32 @@ class MujocoCpuBackend:
         self.device = torch.device("cpu")
 
         layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
-        self._root_body, self._root_q, self._root_v = layout.root_body, layout.root_q, layout.root_v
-        self._joint_q, self._joint_v = layout.joint_q, layout.joint_v
-        self._foot_bodies, self._contact_adr, self._footvel_adr = layout.foot_bodies, layout.contact_adr, layout.footvel_adr
         self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
 
         self._batch = mujoco.batch.Batch(model, num_envs, nthread)
         self.nthread = self._batch.nthread
         # live views: state rows (writable) and derived outputs (refreshed after every call)
-        self._qpos = self._batch.bind("qpos")
-        self._qvel = self._batch.bind("qvel")
-        self._ctrl = self._batch.bind("ctrl")
-        self._actuator_force = self._batch.bind("actuator_force")
-        self._sensordata = self._batch.bind("sensordata")
-        self._xpos = self._batch.bind("xpos")
-        self._subtree_com = self._batch.bind("subtree_com")
+        bind = self._batch.bind
+        self._ctrl = bind("ctrl")
+        self._actuator_force = bind("actuator_force")
         self._torque = np.zeros((num_envs, self.num_joints))
+        self._robot = RobotArrays(
+            layout,
+            qpos=_view(bind("qpos")),
+            qvel=_view(bind("qvel")),
+            ctrl=_view(self._ctrl),
+            sensordata=_view(bind("sensordata")),
+            xpos=_view(bind("xpos")),
+            subtree_com=_view(bind("subtree_com")),
+            torque=_view(self._torque),
+        )
         self._batch.reset(stage=mujoco.mjtStage.mjSTAGE_VEL)
 
     # -- state ---------------------------------------------------------------------------------
 
     def state(self) -> PhysicsState:
         """Copies of the current state as float32 tensors (see :class:`PhysicsState` for shapes)."""
-
-        def t(x: np.ndarray) -> torch.Tensor:
-            return torch.tensor(x, dtype=torch.float32)
-
-        q, v = self._qpos, self._qvel
-        quat = t(q[:, self._root_q + 3 : self._root_q + 7])
-        # MuJoCo's free-joint angular velocity is in the body frame; the seam speaks world frame
-        ang_vel_b = t(v[:, self._root_v + 3 : self._root_v + 6])
-        return PhysicsState(
-            root_pos_w=t(q[:, self._root_q : self._root_q + 3]),
-            root_quat_w=quat,
-            root_lin_vel_w=t(v[:, self._root_v : self._root_v + 3]),
-            root_ang_vel_w=quat_apply(quat, ang_vel_b),
-            joint_pos=t(q[:, self._joint_q]),
-            joint_vel=t(v[:, self._joint_v]),
-            applied_torque=t(self._torque),
-            foot_contact=torch.from_numpy(self._sensordata[:, self._contact_adr] > 0),
-            foot_pos_w=t(self._xpos[:, self._foot_bodies]),
-            foot_lin_vel_w=t(self._sensordata[:, self._footvel_adr]),
-            com_pos_w=t(self._subtree_com[:, self._root_body]),
-        )
+        return self._robot.state()
 
     # -- stepping ------------------------------------------------------------------------------
 
@@ -125,24 +119,9 @@ class MujocoCpuBackend:
         ids = env_ids.detach().cpu().numpy().astype(np.int64)
         if ids.size == 0:
             return
-        qpos = qpos.detach().cpu().double()
-        qvel = qvel.detach().cpu().double()
         # clears time, controls, activations and solver warm start of those rows only
         self._batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
-        quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True)
-        rq, rv = self._root_q, self._root_v
-        rows_q = self._qpos[ids]
-        rows_q[:, rq : rq + 3] = qpos[:, :3].numpy()
-        rows_q[:, rq + 3 : rq + 7] = quat.numpy()
-        rows_q[:, self._joint_q] = qpos[:, 7:].numpy()
-        rows_v = self._qvel[ids]
-        rows_v[:, rv : rv + 3] = qvel[:, :3].numpy()
-        rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6]).numpy()
-        rows_v[:, self._joint_v] = qvel[:, 6:].numpy()
-        self._qpos[ids] = rows_q
-        self._qvel[ids] = rows_v
-        self._ctrl[ids] = qpos[:, 7:].numpy()
-        self._torque[ids] = 0.0
+        self._robot.write_reset_rows(torch.from_numpy(ids), qpos, qvel)
         self._batch.forward(ids, stage=mujoco.mjtStage.mjSTAGE_VEL)
 
     # -- checkpointing -------------------------------------------------------------------------

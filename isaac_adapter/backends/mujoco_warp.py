@@ -45,8 +45,7 @@ import torch
 import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import robot_layout
-from isaac_adapter.math import quat_apply, quat_apply_inverse
+from isaac_adapter.backends.layout import RobotArrays, robot_layout
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
 #: constraint rows, non-zeros, CCD, EPA). Solver and line-search iteration caps are not among them:
@@ -204,16 +203,8 @@ class MujocoWarpBackend:
         self.check_every = check_every
         self.fatal_overflow = int(fatal_overflow)
 
-        # -- indices, as in the CPU backend ----------------------------------------------------
         layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
-        self._root_body, self._root_q, self._root_v = layout.root_body, layout.root_q, layout.root_v
         self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
-        dev = self.device
-        self._joint_q = torch.as_tensor(layout.joint_q, device=dev)
-        self._joint_v = torch.as_tensor(layout.joint_v, device=dev)
-        self._foot_bodies = torch.as_tensor(layout.foot_bodies, device=dev)
-        self._contact_adr = torch.as_tensor(layout.contact_adr, device=dev)
-        self._footvel_adr = torch.as_tensor(layout.footvel_adr, device=dev)
 
         # -- model and data on the device --------------------------------------------------------
         max_contacts, max_rows = contact_capacity(model)
@@ -240,6 +231,18 @@ class MujocoWarpBackend:
         self._nefc = view(d.nefc)  # [N]
         self._nacon = view(d.nacon)  # [1], all worlds
         self._reset_mask = view(self._reset_mask_wp)  # [N] bool
+        # read-out and reset rows as in the CPU backend; actuator_force is only written by step2,
+        # so it holds the torques of the last substep
+        self._robot = RobotArrays(
+            layout,
+            qpos=self._qpos,
+            qvel=self._qvel,
+            ctrl=self._ctrl,
+            sensordata=self._sensordata,
+            xpos=self._xpos,
+            subtree_com=self._subtree_com,
+            torque=self._actuator_force,
+        )
         self._integration = {  # everything a step reads that is not recomputed from qpos/qvel
             name: view(getattr(d, name))
             for name in ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart", "qfrc_applied", "xfrc_applied",
@@ -247,6 +250,7 @@ class MujocoWarpBackend:
         }  # fmt: skip
 
         # health accumulators, on the device, read by check_health
+        dev = self.device
         self._flags = torch.zeros(num_envs, dtype=torch.int32, device=dev)
         self._iter_cap_steps = torch.zeros(num_envs, dtype=torch.int32, device=dev)
         self._nonfinite = torch.zeros(num_envs, dtype=torch.bool, device=dev)
@@ -298,24 +302,7 @@ class MujocoWarpBackend:
 
     def state(self) -> PhysicsState:
         """Copies of the current state as float32 tensors on ``device`` (shapes in :class:`PhysicsState`)."""
-        q, v = self._qpos, self._qvel
-        rq, rv = self._root_q, self._root_v
-        quat = q[:, rq + 3 : rq + 7].clone()
-        # MuJoCo's free-joint angular velocity is in the body frame; the seam speaks world frame
-        ang_vel_b = v[:, rv + 3 : rv + 6]
-        return PhysicsState(
-            root_pos_w=q[:, rq : rq + 3].clone(),
-            root_quat_w=quat,
-            root_lin_vel_w=v[:, rv : rv + 3].clone(),
-            root_ang_vel_w=quat_apply(quat, ang_vel_b),
-            joint_pos=q[:, self._joint_q],
-            joint_vel=v[:, self._joint_v],
-            applied_torque=self._actuator_force.clone(),
-            foot_contact=self._sensordata[:, self._contact_adr] > 0,
-            foot_pos_w=self._xpos[:, self._foot_bodies],
-            foot_lin_vel_w=self._sensordata[:, self._footvel_adr],
-            com_pos_w=self._subtree_com[:, self._root_body].clone(),
-        )
+        return self._robot.state()
 
     # -- stepping ------------------------------------------------------------------------------
 
@@ -336,8 +323,6 @@ class MujocoWarpBackend:
         if env_ids.numel() == 0:
             return
         ids = env_ids.to(self.device, torch.long)
-        qpos = qpos.to(self.device, torch.float32)
-        qvel = qvel.to(self.device, torch.float32)
         # keep what reset_data is about to clear: overflow bits of the reset worlds
         self._flags |= self._overflow
         mask = self._reset_mask
@@ -348,20 +333,7 @@ class MujocoWarpBackend:
 
         # mj_resetData on those worlds: time, controls, activations, warm start, applied forces...
         self._run("reset")
-        quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True)
-        rq, rv = self._root_q, self._root_v
-        rows_q = self._qpos[ids]
-        rows_q[:, rq : rq + 3] = qpos[:, :3]
-        rows_q[:, rq + 3 : rq + 7] = quat
-        rows_q[:, self._joint_q] = qpos[:, 7:]
-        rows_v = self._qvel[ids]
-        rows_v[:, rv : rv + 3] = qvel[:, :3]
-        rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6])
-        rows_v[:, self._joint_v] = qvel[:, 6:]
-        self._qpos[ids] = rows_q
-        self._qvel[ids] = rows_v
-        self._ctrl[ids] = qpos[:, 7:]
-        self._actuator_force[ids] = 0.0
+        self._robot.write_reset_rows(ids, qpos, qvel)
         self._nonfinite[ids] = False
 
         # positions, velocities, sensors of the new states (step1 runs on every world; the
