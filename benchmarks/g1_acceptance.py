@@ -24,18 +24,21 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
+from ppo_bootstrap import checkpoint
 from ppo_bootstrap.runner import read_metrics
 
-from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, EvalReport, G1WalkProbe
-from isaac_adapter.evaluation.judge import CAUSES, FALL
-from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, EvalReport
 from isaac_adapter.evaluation.gait import walking_means
+from isaac_adapter.evaluation.judge import FALL
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 from isaac_adapter.tasks.g1_walk.config import walk_config
+from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:
     if run_dir.is_file():  # one checkpoint file, e.g. a shipped one
-        return [(int(torch.load(run_dir, map_location="cpu", weights_only=False)["iteration"]), run_dir)]
+        return [(int(checkpoint.read(run_dir)["iteration"]), run_dir)]
     found = {int(m.group(1)): p for p in run_dir.glob("model_*.pt") if (m := re.fullmatch(r"model_(\d+)\.pt", p.name))}
     if named:
         missing = [it for it in named if it not in found]
@@ -55,7 +58,7 @@ def falls(report: EvalReport) -> list[dict]:
             if judgement is None or int(judgement.outcome[env]) != FALL:
                 judged.append(None)
                 continue
-            judged.append((CAUSES[int(judgement.cause[env])], (int(judgement.end_step[env]) + 1) * report.trace.dt))
+            judged.append((CAUSE_NAMES[int(judgement.cause[env])], (int(judgement.end_step[env]) + 1) * report.trace.dt))
         (cause, time_s), training = judged
         out.append({"env": env, "command": [round(v, 3) for v in report.trace.command[0, env].tolist()],
                     "cause": cause, "time_s": time_s,
@@ -105,7 +108,7 @@ def main() -> None:
         walkers = bool(means.command_speed[0] > 0)  # 0: no env was commanded to walk
         mean = lambda v: float(v[0]) if walkers else float("nan")  # noqa: E731
         if it not in progress:
-            progress[it] = (int(torch.load(path, map_location="cpu", weights_only=False)["total_steps"]), float("nan"))
+            progress[it] = (int(checkpoint.read(path)["total_steps"]), float("nan"))
         steps, seconds = progress[it]
         row = {"iteration": it, "env_steps": steps, "train_s": seconds, "fall_rate": s["fall_rate"],
                "air_time_s": mean(means.mean_air_time_s), "step_frequency_hz": mean(means.step_frequency_hz),

@@ -1,7 +1,7 @@
 """Which G1 model the embedded CPU backend should use: survival and speed of each variant.
 
-For every variant, at sim_dt 0.005 s and decimation 4 (50 Hz policy), with the training fall rules
-(height < 0.25 m; tilt_xy > 0.8 after 0.4 s; |v_y body| > 1.15 m/s after 0.7 s):
+For every variant, at sim_dt 0.005 s and decimation 4 (50 Hz policy), with the task's training fall
+rules (height < 0.25 m; tilt_xy > 0.8 after 0.4 s; |v_y body| > 1.15 m/s after 0.7 s):
 
 * hold: targets fixed at the nominal pose (what a zero-mean policy does at initialisation);
 * noise: nominal + 0.25 rad * N(0, 1) per step (an untrained Gaussian policy);
@@ -25,8 +25,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from isaac_adapter.backends.mujoco_cpu import MujocoCpuBackend  # noqa: E402
-from isaac_adapter.math import quat_apply_inverse  # noqa: E402
-from isaac_adapter.tasks.g1_walk import assets  # noqa: E402
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, assets, terms  # noqa: E402
+from isaac_adapter.tasks.g1_walk.causes import SIGNAL_CAUSES  # noqa: E402
 
 DT, DECIMATION, SECONDS = 0.005, 4, 4.0
 
@@ -48,24 +48,25 @@ def make(variant: str, num_envs: int, integrator: str | None = None) -> tuple[Mu
 def survival(variant: str, noise: float, num_envs: int = 16) -> dict[str, float]:
     backend, nominal = make(variant, num_envs)
     gen = torch.Generator().manual_seed(0)
-    policy_dt = DT * DECIMATION
+    cfg = G1WalkConfig(sim_dt=DT, decimation=DECIMATION)  # the training fall rules
+    policy_dt = cfg.policy_dt
+    first_checked = terms.first_checked_steps(cfg.tilt_grace_s, cfg.lateral_grace_s, policy_dt)
     fall_step = torch.full((num_envs,), -1)
     cause = torch.zeros(num_envs, dtype=torch.long)
-    gravity = torch.tensor([0.0, 0.0, -1.0]).expand(num_envs, 3)
+    never_timed_out = torch.zeros(num_envs, dtype=torch.bool)
     height_1s = 0.0
     for step in range(1, int(SECONDS / policy_dt) + 1):
         target = nominal[7:] + noise * torch.randn(num_envs, backend.num_joints, generator=gen)
         backend.step(target)
         s = backend.state()
-        tilt = quat_apply_inverse(s.root_quat_w, gravity)[:, :2].square().sum(-1)
-        vy = quat_apply_inverse(s.root_quat_w, s.root_lin_vel_w)[:, 1]
-        rules = torch.stack([
-            s.root_pos_w[:, 2] < 0.25,
-            (tilt > 0.8) & (step >= round(0.4 / policy_dt)),
-            (vy.abs() > 1.15) & (step >= round(0.7 / policy_dt)),
-        ], -1)
-        new = rules.any(-1) & (fall_step < 0)
-        cause[new] = rules[new].float().argmax(-1)
+        raw = terms.fall_signals(
+            s.root_pos_w[:, 2], terms.tilt_xy(terms.projected_gravity(s.root_quat_w)),
+            terms.to_body(s.root_quat_w, s.root_lin_vel_w),
+            cfg.train_collapse_height, cfg.tilt_threshold, cfg.lateral_vel_threshold,
+        )
+        active = terms.active_falls(raw, torch.full((num_envs,), step), first_checked)
+        new = active.any(-1) & (fall_step < 0)
+        cause[new] = terms.exclusive_cause(active, never_timed_out)[new]
         fall_step[new] = step
         if step == round(1.0 / policy_dt):
             height_1s = s.root_pos_w[:, 2].mean().item()
@@ -75,7 +76,7 @@ def survival(variant: str, noise: float, num_envs: int = 16) -> dict[str, float]
         "fell": int(fell.sum()),
         "first_fall_s": t.min().item() if fell.any() else float("nan"),
         "mean_fall_s": t.mean().item() if fell.any() else float("nan"),
-        "causes h/t/l": "/".join(str(int((cause[fell] == c).sum())) for c in range(3)),
+        "causes h/t/l": "/".join(str(int((cause[fell] == c).sum())) for c in SIGNAL_CAUSES),
         "height_1s": height_1s,
     }
 

@@ -23,12 +23,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from isaac_adapter.evaluation import (  # noqa: E402
-    ActorCriticPolicy, EpisodeDatasetWriter, EvalConfig, Evaluator, EvalReport, G1WalkProbe, GaitThresholds,
-    ThresholdSet, zero_policy,
+    ActorCriticPolicy, EpisodeDatasetWriter, EvalConfig, Evaluator, EvalReport, GaitThresholds, zero_policy,
 )
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.config import walk_config  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
+from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe, evaluation_thresholds  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -74,7 +74,7 @@ def evaluate_checkpoint(
     cfg = env_cfg or G1WalkConfig(num_envs=num_envs, seed=seed)
     env = G1WalkEnv(cfg, backend=backend)
     probe = G1WalkProbe(env)
-    eval_rule = ThresholdSet.evaluation(cfg, eval_height) if eval_height is not None else None
+    eval_rule = evaluation_thresholds(cfg, eval_height) if eval_height is not None else None
     evaluator = Evaluator(probe, EvalConfig(horizon_s=horizon_s, seed=seed, commands=commands,
                                             eval_thresholds=eval_rule, gait=gait or GaitThresholds()))
     if checkpoint == "zero":

@@ -143,7 +143,7 @@ def task_config(args: argparse.Namespace, **kwargs) -> G1WalkConfig:
 
 def play(args: argparse.Namespace) -> None:
     from isaac_adapter.evaluation import ActorCriticPolicy
-    from isaac_adapter.evaluation.render import render_rollout, save_gif
+    from isaac_adapter.tasks.g1_walk.render import render_rollout, save_gif
 
     env = G1WalkEnv(task_config(args, num_envs=1, seed=args.seed))
     env.reset(seed=args.seed)

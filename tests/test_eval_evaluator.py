@@ -10,13 +10,14 @@ import torch
 from ppo_bootstrap.env import POLICY, StepResult
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.evaluation import EpisodeDatasetWriter, EvalConfig, Evaluator, G1WalkProbe, read_episodes, zero_policy
-from isaac_adapter.evaluation.judge import CAUSES, FALL, SURVIVED, TIMEOUT, ThresholdSet
+from isaac_adapter.evaluation import EpisodeDatasetWriter, EvalConfig, Evaluator, read_episodes, zero_policy
+from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
+from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
 
 DT = 0.02
-CAUSE_NAMES = ("none", "height", "tilt", "lateral", "timeout")
 
 
 class FallingEnv:
@@ -98,7 +99,7 @@ def test_first_done_freeze_and_outcomes():
     assert report.gait.window_s.tolist() == pytest.approx([4 * DT, 6 * DT, 10 * DT])
     assert report.judgement.outcome.tolist() == [FALL, TIMEOUT, SURVIVED]
     assert report.judgement.end_step.tolist() == [3, 5, -1]
-    assert CAUSES[int(report.judgement.cause[0])] == "height"
+    assert CAUSE_NAMES[int(report.judgement.cause[0])] == "height"
     summary = report.summary()
     assert (summary["fall_rate"], summary["timeout_rate"], summary["survivor_rate"]) == pytest.approx((1 / 3, 1 / 3, 1 / 3))
     # terminal metrics from the pre-reset state: 0.2 m, not the 0.75 m respawn
@@ -190,7 +191,7 @@ def test_g1_terminal_metrics_come_from_the_snapshot():
     # displacement stops at the fall: 3 steps of 0.05 m; the respawned env 1 keeps walking, uncounted
     assert report.gait.displacement_m.tolist() == pytest.approx([0.5, 0.15])
     assert report.judgement.end_step.tolist() == [-1, 2]
-    assert CAUSES[int(report.judgement.cause[1])] == "height"
+    assert CAUSE_NAMES[int(report.judgement.cause[1])] == "height"
     assert report.env_mismatches == []
     assert (report.trace.command[0] == torch.tensor([0.5, 0.0, 0.0])).all()  # fixed commands held
 
@@ -211,7 +212,9 @@ def test_same_seed_same_rollout():
 def test_checkpoint_policy_acts_like_the_trained_one(tmp_path):
     from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
 
-    from isaac_adapter.evaluation import ActorCriticPolicy, load_checkpoint_policy
+    from ppo_bootstrap.checkpoint import load_policy
+
+    from isaac_adapter.evaluation import ActorCriticPolicy
 
     env = FallingEnv()
     cfg = RunnerConfig(num_steps_per_env=4, console=False, ppo=PPOConfig(num_mini_batches=1),
@@ -220,7 +223,7 @@ def test_checkpoint_policy_acts_like_the_trained_one(tmp_path):
     runner.learn(1)
     runner.save(tmp_path / "model_1.pt")
     obs = env.reset()
-    policy = ActorCriticPolicy(load_checkpoint_policy(tmp_path / "model_1.pt", obs, 1), 3)
+    policy = ActorCriticPolicy(load_policy(tmp_path / "model_1.pt", obs, 1), 3)
     expected, state = runner.policy.act_inference(obs[POLICY], runner.policy.initial_state(3, torch.device("cpu"))[0])
     assert torch.allclose(policy(obs), expected)
     policy.reset(torch.tensor([True, False, False]))  # memory of an ended env restarts from zero

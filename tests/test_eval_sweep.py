@@ -7,11 +7,10 @@ import math
 import pytest
 import torch
 
-from isaac_adapter.evaluation.judge import (
-    CAUSES, FALL, SURVIVED, TIMEOUT, ThresholdSet, judge_falls,
-)
+from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.sweep import format_sweep_table, sweep
 from isaac_adapter.evaluation.synthetic import make_trace
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 
 DT = 0.02
 TRAIN = ThresholdSet("train rule 0.25 m", eval_success_height=0.25)
@@ -87,7 +86,7 @@ def test_first_crossings_and_grace():
         tilt[index, 0] = 0.9
         j = judge_falls(make_trace(30, 1, DT, tilt_xy=tilt), ThresholdSet("eval"))
         assert int(j.outcome[0]) == expect
-    assert CAUSES[int(j.cause[0])] == "tilt" and int(j.end_step[0]) == 19
+    assert CAUSE_NAMES[int(j.cause[0])] == "tilt" and int(j.end_step[0]) == 19
 
 
 def test_fall_rate_counts_terminations_only():
@@ -101,7 +100,7 @@ def test_fall_rate_counts_terminations_only():
     trace = make_trace(10, 3, DT, base_height=height, terminated=terminated, truncated=truncated)
     judged = judge_falls(trace, TRAIN)
     assert judged.outcome.tolist() == [TIMEOUT, FALL, SURVIVED]
-    assert [CAUSES[int(c)] for c in judged.cause] == ["timeout", "height", "none"]
+    assert [CAUSE_NAMES[int(c)] for c in judged.cause] == ["timeout", "height", "none"]
     row = sweep(trace, [TRAIN]).rows[0]
     assert (row.falls, row.timeouts, row.survivors) == (1, 1, 1)
     assert row.fall_rate == pytest.approx(1 / 3)
@@ -112,7 +111,7 @@ def test_set_looser_than_training_reports_train_rule_falls():
     loose = ThresholdSet("loose 0.10 m", eval_success_height=0.10)
     judged = judge_falls(trace, loose)
     # env 0 terminated (0.20 m) without crossing 0.10 m: still a fall, labelled as the training rule's
-    assert int(judged.outcome[0]) == FALL and CAUSES[int(judged.cause[0])] == "train_rule"
+    assert int(judged.outcome[0]) == FALL and CAUSE_NAMES[int(judged.cause[0])] == "train_rule"
     assert int(judged.end_step[0]) == 60
     assert loose.looser_than(TRAIN) == ["height"]
     assert ThresholdSet("eval").looser_than(TRAIN) == []

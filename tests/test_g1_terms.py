@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from isaac_adapter.tasks.g1_walk import terms
+from isaac_adapter.tasks.g1_walk import causes, terms
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, steps_from_seconds
 
 # hand-derived: tilt grace 0.4 s, lateral grace 0.7 s, episode 20 s
@@ -87,13 +87,13 @@ def test_height_fires_at_step_one_and_cause_priority() -> None:
         [False, True, False],
     ]
     assert cause.tolist() == [
-        terms.CAUSE_HEIGHT,
-        terms.CAUSE_HEIGHT,
-        terms.CAUSE_TILT,
-        terms.CAUSE_LATERAL,
-        terms.CAUSE_NONE,
-        terms.CAUSE_TIMEOUT,
-        terms.CAUSE_TILT,
+        causes.CAUSE_HEIGHT,
+        causes.CAUSE_HEIGHT,
+        causes.CAUSE_TILT,
+        causes.CAUSE_LATERAL,
+        causes.CAUSE_NONE,
+        causes.CAUSE_TIMEOUT,
+        causes.CAUSE_TILT,
     ]
     assert timed_out.tolist() == [False] * 5 + [True, True]
 
@@ -115,7 +115,7 @@ def test_fall_signals_thresholds_and_frames() -> None:
     lin_vel_b = terms.to_body(quat, lin_vel_w)
     assert lin_vel_b[2].tolist() == pytest.approx([0.0, -1.2, 0.0], abs=1e-6)
     height = torch.tensor([0.26, 0.24, 0.7, 0.7])
-    raw = terms.fall_signals(height, gravity_b, lin_vel_b, 0.25, 0.8, 1.15)
+    raw = terms.fall_signals(height, terms.tilt_xy(gravity_b), lin_vel_b, 0.25, 0.8, 1.15)
     assert raw.tolist() == [
         [False, False, False],
         [True, True, False],
@@ -125,7 +125,7 @@ def test_fall_signals_thresholds_and_frames() -> None:
 
 
 def test_record_first_keeps_the_first_crossing() -> None:
-    first = torch.full((2, 3), terms.NEVER)
+    first = torch.full((2, 3), causes.NEVER)
     first = terms.record_first(first, torch.tensor([[0, 1, 0], [0, 0, 0]], dtype=torch.bool), torch.tensor([5, 5]))
     first = terms.record_first(first, torch.tensor([[1, 1, 0], [0, 0, 1]], dtype=torch.bool), torch.tensor([9, 9]))
     assert first.tolist() == [[9, 5, -1], [-1, -1, 9]]

@@ -7,7 +7,9 @@ Modules, each usable on its own:
 * :mod:`.judge`: post-hoc fall judgment under a :class:`ThresholdSet` (causes, first crossings).
 * :mod:`.gait`: pure gait metrics on contact / velocity / torque traces, and acceptance.
 * :mod:`.sweep`: several threshold sets over one trace.
-* :mod:`.evaluator`: runs a policy and judges the result; :class:`EvalProbe` is what it needs from an env.
+* :mod:`.evaluator`: runs a policy and judges the result; :class:`EvalProbe` is what it needs from an env
+  (the G1 task's: :class:`isaac_adapter.tasks.g1_walk.probe.G1WalkProbe`). Checkpoints load through
+  :mod:`ppo_bootstrap.checkpoint`.
 * :mod:`.dataset`: Parquet episode dataset writer and reader.
 * :mod:`.plots`: survival curves, cause bars, first-crossing histograms, foot-contact timelines
   (imports matplotlib).
@@ -21,8 +23,6 @@ from isaac_adapter.evaluation.evaluator import (
     EvalPolicy,
     EvalProbe,
     EvalReport,
-    G1WalkProbe,
-    load_checkpoint_policy,
     zero_policy,
 )
 from isaac_adapter.evaluation.gait import Acceptance, GaitMetrics, GaitThresholds, accept, gait_metrics
@@ -41,7 +41,6 @@ __all__ = [
     "EvalReport",
     "Evaluator",
     "FallJudgement",
-    "G1WalkProbe",
     "GaitMetrics",
     "GaitThresholds",
     "RolloutTrace",
@@ -53,7 +52,6 @@ __all__ = [
     "format_sweep_table",
     "gait_metrics",
     "judge_falls",
-    "load_checkpoint_policy",
     "read_episodes",
     "read_metadata",
     "sweep",

@@ -10,8 +10,8 @@ One evaluator serves every use (acceptance, threshold sweeps, datasets, plots):
    each env's first-done window.
 
 What the evaluator needs from an env beyond :class:`ppo_bootstrap.env.VecEnv` is the small
-:class:`EvalProbe` interface; :class:`G1WalkProbe` implements it for
-:class:`~isaac_adapter.tasks.g1_walk.G1WalkEnv`.
+:class:`EvalProbe` interface, which the task provides (for the G1:
+:class:`~isaac_adapter.tasks.g1_walk.probe.G1WalkProbe`); the evaluator never reads simulator state.
 """
 
 from __future__ import annotations
@@ -21,24 +21,23 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
+from ppo_bootstrap import checkpoint
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv
-from ppo_bootstrap.episode import done_mask
-from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig, State
+from ppo_bootstrap.episode import State, done_mask, reset_memory
+from ppo_bootstrap.modules.actor_critic import ActorCritic
 
-from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.evaluation.dataset import EpisodeDatasetWriter
 from isaac_adapter.evaluation.gait import (
     Acceptance, GaitMetrics, GaitThresholds, accept, policy_verdict, trace_gait_metrics,
 )
-from isaac_adapter.evaluation.judge import (
-    CAUSES, FALL, OUTCOMES, FallJudgement, ThresholdSet, judge_falls,
-)
+from isaac_adapter.evaluation.judge import FALL, OUTCOMES, FallJudgement, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.sweep import SweepResult, format_sweep_table, sweep
-from isaac_adapter.evaluation.trace import NEVER, RolloutTrace, StepSample, TraceBuilder, at_step
+from isaac_adapter.evaluation.trace import RolloutTrace, StepSample, TraceBuilder, at_step
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, NEVER
 
 # -- the env side -------------------------------------------------------------------------------
 
@@ -49,7 +48,8 @@ class EvalProbe(Protocol):
     Attributes:
         env: the :class:`~ppo_bootstrap.env.VecEnv` being evaluated.
         dt: policy step (s).
-        cause_names: names of the env's cause codes (``info["termination_cause"]``), index = code.
+        cause_names: names of the env's cause codes (``info["termination_cause"]``), index = code;
+            the judge's codes are the G1 task's table (:mod:`isaac_adapter.tasks.g1_walk.causes`).
         training_rule: the env's own termination rule as a :class:`ThresholdSet` (None if it has
             none); judging with it must reproduce the env's falls, which the evaluator checks.
         evaluation_rule: the default evaluation posture thresholds of the task.
@@ -72,60 +72,6 @@ class EvalProbe(Protocol):
     def after_step(self, result: StepResult) -> StepSample:
         """The state of every env after the step ``result`` came from, *before* any same-step reset."""
         ...
-
-
-class G1WalkProbe:
-    """:class:`EvalProbe` of :class:`~isaac_adapter.tasks.g1_walk.G1WalkEnv`.
-
-    Reads the env's public buffers: ``state`` (after any same-step reset), ``terminal_state`` and
-    ``terminal_task["command"]`` (rows of ``final_env_ids`` hold the pre-reset snapshot when ``step``
-    returns), ``command``, ``reset(seed=...)``, ``set_commands(...)`` and ``info["termination_cause"]``.
-    """
-
-    def __init__(self, env: Any) -> None:
-        from isaac_adapter.tasks.g1_walk import terms
-
-        self._terms = terms
-        self.env = env
-        self.dt = float(env.dt)
-        self.cause_names = tuple(terms.CAUSE_NAMES)
-        self.training_rule = ThresholdSet.training_rule(env.cfg)
-        self.evaluation_rule = ThresholdSet.evaluation(env.cfg)
-
-    def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
-        obs = self.env.reset(seed=seed)
-        return self.env.set_commands(commands) if commands is not None else obs
-
-    def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor) -> StepSample:
-        terms = self._terms
-        return StepSample(
-            root_pos_w=s.root_pos_w,
-            tilt_xy=terms.tilt_xy(terms.projected_gravity(s.root_quat_w)),
-            lin_vel_b=terms.to_body(s.root_quat_w, s.root_lin_vel_w),
-            ang_vel_b=terms.to_body(s.root_quat_w, s.root_ang_vel_w),
-            foot_contact=s.foot_contact,
-            torque=s.applied_torque,
-            command=command,
-            env_cause=cause,
-        )
-
-    def current(self) -> StepSample:
-        env = self.env
-        return self._sample(env.state, env.command.clone(), torch.zeros(env.num_envs, dtype=torch.long))
-
-    def after_step(self, result: StepResult) -> StepSample:
-        env = self.env
-        ids = result.final_env_ids.to(env.device)
-        # rows of envs that ended come from the terminal snapshot: env.state already shows their respawn
-        merged = {}
-        for name, value in env.state.as_dict().items():
-            value = value.clone()
-            value[ids] = getattr(env.terminal_state, name)[ids]
-            merged[name] = value
-        command = env.command.clone()
-        command[ids] = env.terminal_task["command"][ids]
-        cause = result.info.get("termination_cause", torch.zeros(env.num_envs, dtype=torch.long))
-        return self._sample(PhysicsState(**merged), command, cause.clone())
 
 
 # -- the policy side ----------------------------------------------------------------------------
@@ -151,10 +97,10 @@ class ActorCriticPolicy:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, obs: ObsGroups, num_actions: int) -> "ActorCriticPolicy":
-        """The policy of a ``Runner`` checkpoint (:func:`load_checkpoint_policy`) for envs that return
-        ``obs``: as many envs as its rows, on its device."""
+        """The policy of a ``Runner`` checkpoint (:func:`ppo_bootstrap.checkpoint.load_policy`) for envs
+        that return ``obs``: as many envs as its rows, on its device."""
         device = obs[POLICY].device
-        return cls(load_checkpoint_policy(path, obs, num_actions, device=str(device)), obs[POLICY].shape[0], device)
+        return cls(checkpoint.load_policy(path, obs, num_actions, device), obs[POLICY].shape[0], device)
 
     @torch.no_grad()
     def __call__(self, obs: ObsGroups) -> torch.Tensor:
@@ -162,28 +108,8 @@ class ActorCriticPolicy:
         return actions
 
     def reset(self, done: torch.Tensor) -> None:
-        if self.state is not None:
-            self.state = self.state * (~done.to(self.device)).to(self.state.dtype).view(1, -1, 1)
-
-
-def load_checkpoint_policy(path: str | os.PathLike, obs: ObsGroups, num_actions: int, device: str = "cpu") -> ActorCritic:
-    """The actor-critic of a ``Runner`` checkpoint (``model_<it>.pt``), normalizers included.
-
-    Only the network is restored: ``Runner.load`` would also restore the training env's state, which
-    an evaluation env of another size cannot take.
-    """
-    ckpt = torch.load(path, map_location=device, weights_only=False)
-    policy_cfg = PolicyConfig(**ckpt["config"]["policy"])
-    critic_dim = obs.get("critic", obs[POLICY]).shape[-1]
-    policy = ActorCritic(obs[POLICY].shape[-1], critic_dim, num_actions, policy_cfg).to(device)
-    try:
-        policy.load_state_dict(ckpt["policy"])
-    except RuntimeError as err:
-        raise ValueError(
-            f"checkpoint {path} does not fit this env (policy input {obs[POLICY].shape[-1]}, critic input "
-            f"{critic_dim}, {num_actions} actions): it was trained with another task configuration\n{err}"
-        ) from err
-    return policy.eval()
+        """Clear the memory of the envs whose episode ended (``done`` ``[N]`` bool)."""
+        self.state = reset_memory(self.state, done)
 
 
 def zero_policy(num_actions: int) -> Callable[[ObsGroups], torch.Tensor]:
@@ -320,7 +246,7 @@ def format_env_table(report: EvalReport, max_rows: int = 16) -> str:
         firsts = "/".join(_fmt_s(float(v)) for v in raw_s[env])
         verdict = "accepted" if bool(a.accepted[env]) else "rejected: " + ", ".join(a.reasons(env))
         lines.append(
-            f"{env:>4} {float(cmd[env, 0]):>6.2f} {OUTCOMES[int(j.outcome[env])]:>8} {CAUSES[int(j.cause[env])]:>10} "
+            f"{env:>4} {float(cmd[env, 0]):>6.2f} {OUTCOMES[int(j.outcome[env])]:>8} {CAUSE_NAMES[int(j.cause[env])]:>10} "
             f"{_fmt_s(float(end_s[env])):>6} {firsts:>17} {float(term.height[env]):>6.3f} "
             f"{float(term.tilt_xy[env]):>5.2f} {float(term.lateral_vel[env]):>6.2f} {float(g.displacement_m[env]):>6.3f} "
             f"{float(g.double_support_ratio[env]):>5.2f} {float(g.mean_air_time_s[env]):>5.2f} "
@@ -336,7 +262,7 @@ def env_mismatches(trace: RolloutTrace, training: FallJudgement) -> list[int]:
     """Envs whose env-reported first end differs from the post-hoc training-rule judgement.
 
     The training rule judged on the trace must give each terminated env the same end step and the
-    same cause code (the task's codes 1..3 are height, tilt, lateral, as in :data:`.judge.CAUSES`),
+    same cause code (one table for env and judge: :mod:`isaac_adapter.tasks.g1_walk.causes`),
     and no fall to an env that did not terminate. A mismatch means the trace did not see what the
     env saw (for instance post-reset state read as terminal state).
     """
@@ -354,6 +280,8 @@ class Evaluator:
     """Runs and judges evaluations of one env.
 
     Example::
+
+        from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
 
         env = G1WalkEnv(G1WalkConfig(num_envs=32))
         evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0))

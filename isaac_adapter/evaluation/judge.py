@@ -7,7 +7,8 @@ lateral-velocity limits). The judge answers the second question on the recorded 
 base height, tilt and lateral velocity, inside each env's first-done window, without touching the
 rollout. Several threshold sets can judge the same trace (:mod:`.sweep`).
 
-Rules, per env, for a :class:`ThresholdSet`:
+Rules, per env, for a :class:`ThresholdSet`: the task's own fall rule (:func:`terms.fall_signals`,
+:func:`terms.active_falls`, :func:`terms.exclusive_cause`), called with the set's thresholds:
 
 * signal ``i`` (height, tilt, lateral) *crosses* at step ``t`` when it is beyond its threshold; the
   crossing *counts* from episode step ``k = t + 1 >= ceil(grace_i / dt)`` on (the task's grace
@@ -19,6 +20,8 @@ Rules, per env, for a :class:`ThresholdSet`:
   rollout stopped there, so nothing can say it would have survived.
 * else ``timeout`` when the env's episode was truncated inside the horizon (reported apart: not a
   fall, and not a survivor of the full horizon), else ``survived``.
+
+Cause codes and names are the task's one table (:mod:`isaac_adapter.tasks.g1_walk.causes`).
 """
 
 from __future__ import annotations
@@ -27,15 +30,12 @@ from dataclasses import dataclass
 
 import torch
 
-from isaac_adapter.evaluation.trace import NEVER, RolloutTrace
-from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, steps_from_seconds
+from isaac_adapter.evaluation.trace import RolloutTrace
+from isaac_adapter.tasks.g1_walk import terms
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NONE, CAUSE_TIMEOUT, CAUSE_TRAIN_RULE, NEVER
 
-SIGNALS = ("height", "tilt", "lateral")  # column order of every [N, 3] tensor below
 OUTCOMES = ("survived", "fall", "timeout")
 SURVIVED, FALL, TIMEOUT = 0, 1, 2
-# exclusive causes of the judged end; 1..3 follow SIGNALS
-CAUSES = ("none", "height", "tilt", "lateral", "train_rule", "timeout")
-CAUSE_NONE, CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL, CAUSE_TRAIN_RULE, CAUSE_TIMEOUT = range(6)
 
 
 @dataclass(frozen=True)
@@ -57,35 +57,9 @@ class ThresholdSet:
     tilt_grace_s: float = 0.4
     lateral_grace_s: float = 0.7
 
-    @classmethod
-    def training_rule(cls, cfg: G1WalkConfig) -> ThresholdSet:
-        """The task's own termination rule as a threshold set: judging with it must reproduce the env's falls."""
-        return cls(
-            name=f"train rule {cfg.train_collapse_height:.2f} m",
-            eval_success_height=cfg.train_collapse_height,
-            tilt_xy_max=cfg.tilt_threshold,
-            lateral_vel_max=cfg.lateral_vel_threshold,
-            tilt_grace_s=cfg.tilt_grace_s,
-            lateral_grace_s=cfg.lateral_grace_s,
-        )
-
-    @classmethod
-    def evaluation(cls, cfg: G1WalkConfig, eval_success_height: float | None = None) -> ThresholdSet:
-        """Evaluation posture: ``eval_success_height`` (the task's by default), the task's tilt and lateral limits."""
-        height = cfg.eval_success_height if eval_success_height is None else eval_success_height
-        return cls(
-            name=f"eval {height:.2f} m",
-            eval_success_height=height,
-            tilt_xy_max=cfg.tilt_threshold,
-            lateral_vel_max=cfg.lateral_vel_threshold,
-            tilt_grace_s=cfg.tilt_grace_s,
-            lateral_grace_s=cfg.lateral_grace_s,
-        )
-
     def first_checked_steps(self, dt: float) -> torch.Tensor:
         """``[3]`` long: first episode step each rule is checked (height, tilt, lateral)."""
-        return torch.tensor([1, max(1, steps_from_seconds(self.tilt_grace_s, dt)),
-                             max(1, steps_from_seconds(self.lateral_grace_s, dt))])
+        return terms.first_checked_steps(self.tilt_grace_s, self.lateral_grace_s, dt)
 
     def looser_than(self, other: ThresholdSet) -> list[str]:
         """Signals on which this set accepts something ``other`` ends the episode for."""
@@ -106,7 +80,7 @@ class FallJudgement:
     Attributes:
         thresholds: the set that judged.
         outcome: ``[N]`` long, :data:`SURVIVED` / :data:`FALL` / :data:`TIMEOUT`.
-        cause: ``[N]`` long, index into :data:`CAUSES`.
+        cause: ``[N]`` long, a code of :data:`~isaac_adapter.tasks.g1_walk.causes.CAUSE_NAMES`.
         end_step: ``[N]`` long, step index of the fall or timeout, :data:`NEVER` for survivors.
         first_raw_step: ``[N, 3]`` long, first step each signal was beyond its threshold, grace
             ignored, inside the window; :data:`NEVER` if it never was.
@@ -149,31 +123,28 @@ def _first_true(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(first == t, NEVER, first)
 
 
-def signal_crossings(
-    base_height: torch.Tensor, tilt_xy: torch.Tensor, lateral_vel: torch.Tensor, thresholds: ThresholdSet
-) -> torch.Tensor:
-    """``[T, N, 3]`` bool: each signal beyond its threshold (grace not applied).
+def fall_crossings(trace: RolloutTrace, thresholds: ThresholdSet) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(raw, counted)``, ``[T, N, 3]`` bool each: every step of ``trace`` judged by the task's fall
+    rule with the set's thresholds; ``counted`` has the grace windows applied. Window not applied.
 
-    Args:
-        base_height: ``[T, N]`` m. tilt_xy: ``[T, N]``. lateral_vel: ``[T, N]`` m/s, signed.
+    Every window is the env's first episode, which starts at the initial reset: step ``t`` is
+    episode step ``t + 1``.
     """
-    return torch.stack(
-        [
-            base_height < thresholds.eval_success_height,
-            tilt_xy > thresholds.tilt_xy_max,
-            lateral_vel.abs() > thresholds.lateral_vel_max,
-        ],
-        dim=-1,
+    t, n = trace.num_steps, trace.num_envs
+    raw = terms.fall_signals(
+        trace.base_height.reshape(t * n), trace.tilt_xy.reshape(t * n), trace.lin_vel_b.reshape(t * n, 3),
+        thresholds.eval_success_height, thresholds.tilt_xy_max, thresholds.lateral_vel_max,
     )
+    episode_step = torch.arange(1, t + 1).repeat_interleave(n)
+    counted = terms.active_falls(raw, episode_step, thresholds.first_checked_steps(trace.dt))
+    return raw.view(t, n, 3), counted.view(t, n, 3)
 
 
 def judge_falls(trace: RolloutTrace, thresholds: ThresholdSet) -> FallJudgement:
     """Judge every env's first-done window of ``trace`` with ``thresholds`` (rules in the module docstring)."""
-    window = trace.window()  # [T, N]
-    raw = signal_crossings(trace.base_height, trace.tilt_xy, trace.lateral_vel, thresholds) & window.unsqueeze(-1)
-    # every window is the env's first episode, which starts at the initial reset: episode step = t + 1
-    episode_step = torch.arange(1, trace.num_steps + 1).view(-1, 1, 1)
-    counted = raw & (episode_step >= thresholds.first_checked_steps(trace.dt))
+    window = trace.window().unsqueeze(-1)  # [T, N, 1]
+    raw, counted = fall_crossings(trace, thresholds)
+    raw, counted = raw & window, counted & window
     first_raw = _first_true(raw)
     first_counted = _first_true(counted)
 
@@ -182,9 +153,7 @@ def judge_falls(trace: RolloutTrace, thresholds: ThresholdSet) -> FallJudgement:
     eval_fell = fall_step < big
     env_ids = torch.arange(trace.num_envs)
     at_fall = counted[fall_step.clamp(max=big - 1), env_ids]  # [N, 3] rules counted at the fall step
-    signal_cause = torch.full((trace.num_envs,), CAUSE_LATERAL, dtype=torch.long)
-    signal_cause = torch.where(at_fall[:, 1], CAUSE_TILT, signal_cause)
-    signal_cause = torch.where(at_fall[:, 0], CAUSE_HEIGHT, signal_cause)
+    signal_cause = terms.exclusive_cause(at_fall, torch.zeros_like(eval_fell))
 
     first_done = trace.first_done_step()
     last = trace.last_step()

@@ -17,9 +17,10 @@ matplotlib.use("Agg")  # before pyplot: render to files on machines without a di
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from isaac_adapter.evaluation.judge import CAUSES, FALL, SIGNALS, TIMEOUT, FallJudgement  # noqa: E402
+from isaac_adapter.evaluation.judge import FALL, TIMEOUT, FallJudgement  # noqa: E402
 from isaac_adapter.evaluation.sweep import SweepResult  # noqa: E402
-from isaac_adapter.evaluation.trace import NEVER, RolloutTrace  # noqa: E402
+from isaac_adapter.evaluation.trace import RolloutTrace  # noqa: E402
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, FALL_SIGNALS, NEVER  # noqa: E402
 
 _COLORS = plt.get_cmap("tab10").colors
 
@@ -64,7 +65,7 @@ def plot_causes(result: SweepResult, path: str | os.PathLike) -> Path:
             elif name == "timeout":
                 counts.append(int((judgement.outcome == TIMEOUT).sum()))
             else:
-                counts.append(int(((judgement.outcome == FALL) & (judgement.cause == CAUSES.index(name))).sum()))
+                counts.append(int(((judgement.outcome == FALL) & (judgement.cause == CAUSE_NAMES.index(name))).sum()))
         bars = ax.bar(x + (i - (sets - 1) / 2) * width, counts, width, color=_COLORS[i % 10],
                       label=judgement.thresholds.name)
         ax.bar_label(bars, fontsize=7, padding=1)
@@ -83,7 +84,7 @@ def plot_first_crossings(result: SweepResult, path: str | os.PathLike) -> Path:
     sets = len(result.judgements)
     fig, axes = plt.subplots(1, 3, figsize=(13, 0.55 * sets + 1.8), sharey=True)
     rng = np.random.default_rng(0)  # vertical jitter only, so equal times stay visible
-    for column, (ax, signal) in enumerate(zip(axes, SIGNALS)):
+    for column, (ax, signal) in enumerate(zip(axes, FALL_SIGNALS)):
         top = 0.0
         for i, judgement in enumerate(result.judgements):
             times = judgement.first_raw_time_s()[:, column].numpy()

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 import torch
 
 from isaac_adapter.evaluation.gait import GaitMetrics, GaitThresholds, accept
-from isaac_adapter.evaluation.judge import (
-    CAUSES, FALL, SURVIVED, TIMEOUT, FallJudgement, ThresholdSet, judge_falls,
-)
+from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, FallJudgement, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TRAIN_RULE, SIGNAL_CAUSES
 
-FALL_CAUSES = ("height", "tilt", "lateral", "train_rule")
+FALL_CAUSES = tuple(CAUSE_NAMES[code] for code in (*SIGNAL_CAUSES, CAUSE_TRAIN_RULE))  # height, tilt, lateral, train_rule
 
 
 @dataclass
@@ -70,7 +69,7 @@ def summarize(judgement: FallJudgement, accepted: torch.Tensor | None = None) ->
     """One :class:`SweepRow` from a per-env judgement (``accepted`` ``[N]`` bool, optional)."""
     outcome = judgement.outcome
     fall_times = judgement.end_time_s()[outcome == FALL]
-    causes = [CAUSES[int(c)] for c in judgement.cause[outcome == FALL]]
+    causes = [CAUSE_NAMES[int(c)] for c in judgement.cause[outcome == FALL]]
     return SweepRow(
         thresholds=judgement.thresholds,
         num_envs=outcome.numel(),

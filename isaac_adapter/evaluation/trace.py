@@ -20,7 +20,7 @@ import torch
 
 from ppo_bootstrap.episode import done_mask
 
-NEVER = -1  # step index of an event that did not happen inside the trace
+from isaac_adapter.tasks.g1_walk.causes import NEVER  # step index of an event that did not happen inside the trace
 
 
 @dataclass

@@ -9,12 +9,8 @@ from __future__ import annotations
 import torch
 
 from isaac_adapter.math import quat_apply_inverse
-
-# exclusive episode-end causes, in priority order: a fall beats a timeout, height beats tilt beats lateral
-CAUSE_NONE, CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL, CAUSE_TIMEOUT = 0, 1, 2, 3, 4
-CAUSE_NAMES = ("none", "height", "tilt", "lateral", "timeout")
-FALL_SIGNALS = ("height", "tilt", "lateral")  # column order of every [N, 3] fall tensor
-NEVER = -1  # first-crossing step of a signal that has not crossed in this episode
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NONE, CAUSE_TIMEOUT, NEVER, SIGNAL_CAUSES
+from isaac_adapter.tasks.g1_walk.config import steps_from_seconds
 
 
 # -- frames -------------------------------------------------------------------------------------
@@ -41,27 +37,43 @@ def tilt_xy(gravity_b: torch.Tensor) -> torch.Tensor:
 
 def fall_signals(
     root_height: torch.Tensor,
-    gravity_b: torch.Tensor,
+    tilt: torch.Tensor,
     lin_vel_b: torch.Tensor,
-    collapse_height: float,
-    tilt_threshold: float,
-    lateral_threshold: float,
+    min_height: float,
+    max_tilt_xy: float,
+    max_lateral_vel: float,
 ) -> torch.Tensor:
     """Raw threshold crossings ``[N, 3]`` bool (height, tilt, lateral), grace windows not applied.
 
+    The thresholds are parameters so that one rule serves training (``train_collapse_height``) and
+    every evaluation threshold set (``eval_success_height``).
+
     Args:
-        root_height: ``[N]`` root z in m.
-        gravity_b: ``[N, 3]`` projected gravity.
-        lin_vel_b: ``[N, 3]`` root linear velocity in the body frame.
+        root_height: ``[N]`` root z in m; below ``min_height`` is a fall.
+        tilt: ``[N]`` :func:`tilt_xy` of the projected gravity; above ``max_tilt_xy`` is a fall.
+        lin_vel_b: ``[N, 3]`` root linear velocity in the body frame; ``|v_y|`` above
+            ``max_lateral_vel`` (m/s) is a fall.
     """
     return torch.stack(
         [
-            root_height < collapse_height,
-            tilt_xy(gravity_b) > tilt_threshold,
-            lin_vel_b[:, 1].abs() > lateral_threshold,
+            root_height < min_height,
+            tilt > max_tilt_xy,
+            lin_vel_b[:, 1].abs() > max_lateral_vel,
         ],
         dim=-1,
     )
+
+
+def first_checked_steps(
+    tilt_grace_s: float, lateral_grace_s: float, policy_dt: float, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """``[3]`` long: first episode step each fall rule is checked (height, tilt, lateral).
+
+    Height is checked from step 1; tilt and lateral after their start-of-episode grace windows
+    (``config.steps_from_seconds``). No rule starts before step 1, the first step of an episode.
+    """
+    steps = [1, steps_from_seconds(tilt_grace_s, policy_dt), steps_from_seconds(lateral_grace_s, policy_dt)]
+    return torch.tensor([max(1, step) for step in steps], device=device)
 
 
 def active_falls(raw: torch.Tensor, episode_step: torch.Tensor, first_checked_step: torch.Tensor) -> torch.Tensor:
@@ -70,7 +82,7 @@ def active_falls(raw: torch.Tensor, episode_step: torch.Tensor, first_checked_st
     Args:
         raw: ``[N, 3]`` bool from :func:`fall_signals`.
         episode_step: ``[N]`` long, policy steps taken in the episode (1 after the first step).
-        first_checked_step: ``[3]`` long, first step each rule is checked (see ``config.steps_from_seconds``).
+        first_checked_step: ``[3]`` long, from :func:`first_checked_steps`.
     """
     return raw & (episode_step.unsqueeze(-1) >= first_checked_step)
 
@@ -81,12 +93,17 @@ def time_out(episode_step: torch.Tensor, max_episode_length: int) -> torch.Tenso
 
 
 def exclusive_cause(active: torch.Tensor, timed_out: torch.Tensor) -> torch.Tensor:
-    """One cause per env ``[N]`` long: the first active fall in priority order, else timeout, else none."""
+    """One cause per env ``[N]`` long: the first active fall in priority order, else timeout, else none.
+
+    Args:
+        active: ``[N, 3]`` bool from :func:`active_falls`.
+        timed_out: ``[N]`` bool from :func:`time_out`.
+    """
     cause = torch.full_like(timed_out, CAUSE_NONE, dtype=torch.long)
     cause = torch.where(timed_out, CAUSE_TIMEOUT, cause)
     # lowest priority first so higher-priority falls overwrite
-    for column, code in ((2, CAUSE_LATERAL), (1, CAUSE_TILT), (0, CAUSE_HEIGHT)):
-        cause = torch.where(active[:, column], code, cause)
+    for column in reversed(range(len(SIGNAL_CAUSES))):
+        cause = torch.where(active[:, column], SIGNAL_CAUSES[column], cause)
     return cause
 
 

@@ -1,4 +1,5 @@
-"""Watch a policy: MuJoCo offscreen rendering of one env, from a camera that follows the pelvis.
+"""Watch a policy: MuJoCo offscreen rendering of one env of a MuJoCo-backed G1 walk env, from a
+camera that follows the pelvis.
 
 Rendering needs an OpenGL backend chosen before ``mujoco`` is imported: ``MUJOCO_GL=egl`` on a
 headless machine (``examples/g1_walk.py --play`` sets it).
@@ -17,10 +18,11 @@ from ppo_bootstrap.env import ObsGroups
 
 from isaac_adapter.backends.layout import robot_layout
 from isaac_adapter.tasks.g1_walk import assets
+from isaac_adapter.tasks.g1_walk.env import G1WalkEnv
 
 
 def render_rollout(
-    env,
+    env: G1WalkEnv,
     act: Callable[[ObsGroups], torch.Tensor],
     seconds: float,
     width: int = 480,

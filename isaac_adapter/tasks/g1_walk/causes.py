@@ -1,0 +1,18 @@
+"""Why a G1 walk episode ended: the one cause table the task, the evaluator, datasets and plots share.
+
+Codes 0..4 are what the env reports in ``info["termination_cause"]``; ``train_rule`` is the
+evaluator's: an episode the training rule ended before any evaluation threshold was crossed.
+Fall tensors ``[..., 3]`` have one column per signal in :data:`FALL_SIGNALS` order, which is also the
+priority order of the exclusive cause (height > tilt > lateral).
+"""
+
+from __future__ import annotations
+
+CAUSE_NONE, CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL, CAUSE_TIMEOUT, CAUSE_TRAIN_RULE = range(6)
+CAUSE_NAMES = ("none", "height", "tilt", "lateral", "timeout", "train_rule")  # index = code
+
+FALL_SIGNALS = ("height", "tilt", "lateral")  # column order of every fall tensor
+SIGNAL_CAUSES = (CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL)  # cause code of each column
+ENV_CAUSES = (CAUSE_HEIGHT, CAUSE_TILT, CAUSE_LATERAL, CAUSE_TIMEOUT)  # the ends an env reports
+
+NEVER = -1  # step of an event that has not happened: a signal not crossed, an env not ended

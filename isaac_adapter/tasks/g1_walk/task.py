@@ -1,0 +1,431 @@
+"""The G1 walk task apart from any simulator, as the hooks of an Isaac Lab ``DirectRLEnv``.
+
+:class:`G1WalkTask` holds everything that does not depend on the physics engine: per-env buffers,
+the wiring of the term functions (:mod:`.terms`), grace windows, exclusive causes, first crossings,
+terminal snapshots and the episode logs. A concrete env mixes it in and supplies the simulator:
+
+* ``_read_robot_state() -> PhysicsState``: every env's robot after the last physics step;
+* ``_write_reset_rows(env_ids, qpos, qvel)``: a spawn pose ``[K, 7 + J]`` and velocity ``[K, 6 + J]``
+  into the rows ``env_ids`` ``[K]``, every other row untouched;
+* ``_apply_action()``: send :attr:`~G1WalkTask.joint_pos_target` ``[N, J]`` to the actuators;
+* attributes ``num_envs``, ``device`` and ``reset_terminated`` (a ``DirectRLEnv`` has all three),
+
+and calls :meth:`G1WalkTask._init_task` once the robot can be read. ``step`` then runs the hooks in
+``DirectRLEnv.step``'s order::
+
+    _pre_physics_step(actions)                 clip, joint-position targets
+    _apply_action()                            physics substeps (the simulator's)
+    episode_length_buf += 1
+    _get_dones() -> (terminated, time_out)     read the robot, gait timers, fall rules, causes
+    _get_rewards() -> [N]                      reads reset_terminated
+    _get_observations()                        final observations of the ended ids, and
+    _record_episode_end(ended)                 their terminal snapshot, before
+    _reset_idx(ended)
+    _get_observations()
+
+Per env the task keeps two first-crossing records ``[N, 3]`` (columns height, tilt, lateral;
+:data:`~.causes.NEVER` = not yet): ``first_raw_step``, the first episode step the signal was over its
+threshold, grace ignored; and ``first_active_step``, the first step its rule fired (over the
+threshold *and* checked). Since a fired rule ends the episode, ``first_active_step`` is either
+``NEVER`` or the last step of the episode. When an episode ends, these records, the cause and a
+terminal snapshot (physics state and the task histories the observation reads) are copied into
+``last_*``, ``terminal_state`` and ``terminal_task``, which survive the reset;
+``terminal_observations(ids)`` recomputes the final observation from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import torch
+
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups
+
+from isaac_adapter.backends.base import PhysicsState
+from isaac_adapter.tasks.g1_walk import terms
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+
+# joints pulled towards the nominal pose (they should not wander while the legs walk)
+_DEVIATION_JOINTS = ("hip_yaw", "hip_roll", "waist", "shoulder", "elbow", "wrist")
+
+# per-env buffers saved by state_dict; "episode_step" is episode_length_buf under the task's name
+_BUFFERS = (
+    "episode_step", "command", "last_action", "prev_joint_vel", "air_time", "contact_time",
+    "touchdown_count", "double_support_time", "single_support_time", "first_raw_step",
+    "first_active_step", "termination_cause", "last_cause", "last_episode_length",
+    "last_first_raw_step", "last_first_active_step", "episodes_finished",
+)  # fmt: skip
+
+
+class G1WalkTask:
+    """Buffers and hooks of the G1 velocity-walking task over ``num_envs`` robots (see the module docstring).
+
+    ``N`` envs, ``J`` joints, ``F`` feet. Configured by :attr:`task_cfg` (a :class:`G1WalkConfig`;
+    an Isaac Lab env keeps its own ``cfg``).
+    """
+
+    num_envs: int
+    device: torch.device
+    task_cfg: G1WalkConfig
+    reset_terminated: torch.Tensor  # [N] bool, this step's falls; set by step before _get_rewards
+
+    # -- the simulator seam --------------------------------------------------------------------
+
+    def _read_robot_state(self) -> PhysicsState:
+        """Every env's robot after the last physics step, on :attr:`device`."""
+        raise NotImplementedError
+
+    def _write_reset_rows(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Write ``qpos`` ``[K, 7 + J]`` (root position, quaternion ``w, x, y, z``, joints) and ``qvel``
+        ``[K, 6 + J]`` into rows ``env_ids`` ``[K]`` of the simulation."""
+        raise NotImplementedError
+
+    # -- construction --------------------------------------------------------------------------
+
+    def _init_task(
+        self, cfg: G1WalkConfig, nominal_qpos: torch.Tensor, joint_names: tuple[str, ...], num_feet: int
+    ) -> None:
+        """Allocate the task's buffers; the robot must be readable (:meth:`_read_robot_state`).
+
+        Args:
+            cfg: the task configuration.
+            nominal_qpos: ``[7 + J]`` spawn pose.
+            joint_names: ``J`` actuated joints, in actuator order.
+            num_feet: ``F``.
+        """
+        self.task_cfg = cfg
+        dev, n, j, f = self.device, self.num_envs, len(joint_names), num_feet
+        self.joint_names = tuple(joint_names)
+        self.num_joints = j
+        self.nominal_qpos = nominal_qpos.to(dev, torch.float32)
+        self.nominal_joint_pos = self.nominal_qpos[7:]
+        self.deviation_mask = torch.tensor(
+            [any(k in name for k in _DEVIATION_JOINTS) for name in self.joint_names], device=dev, dtype=torch.float32
+        )
+        self.first_checked_step = terms.first_checked_steps(cfg.tilt_grace_s, cfg.lateral_grace_s, cfg.policy_dt, dev)
+        self.generator = torch.Generator(device=dev)
+        self.generator.manual_seed(cfg.seed)
+
+        long = dict(device=dev, dtype=torch.long)
+        # per-episode histories, cleared on reset
+        self.episode_length_buf = torch.zeros(n, **long)  # policy steps taken in the episode
+        self.command = torch.zeros(n, 3, device=dev)
+        self.held_command: torch.Tensor | None = None  # set_commands: fixed commands that survive resets
+        self.actions = torch.zeros(n, j, device=dev)  # this step's clipped actions
+        self.joint_pos_target = self.nominal_joint_pos.expand(n, j).clone()
+        self.last_action = torch.zeros(n, j, device=dev)
+        self.prev_joint_vel = torch.zeros(n, j, device=dev)
+        self.air_time = torch.zeros(n, f, device=dev)
+        self.contact_time = torch.zeros(n, f, device=dev)
+        self.touchdown_count = torch.zeros(n, f, **long)
+        self.double_support_time = torch.zeros(n, device=dev)
+        self.single_support_time = torch.zeros(n, device=dev)
+        self.first_raw_step = torch.full((n, 3), NEVER, **long)
+        self.first_active_step = torch.full((n, 3), NEVER, **long)
+        self.episode_sums: dict[str, torch.Tensor] = {
+            name.name: torch.zeros(n, device=dev) for name in fields(cfg.rewards)
+        }
+        # cause of this step's episode end (0 = still running), [N]
+        self.termination_cause = torch.zeros(n, **long)
+        # records of each env's last finished episode: they survive the reset
+        self.last_cause = torch.zeros(n, **long)
+        self.last_episode_length = torch.zeros(n, **long)
+        self.last_first_raw_step = torch.full((n, 3), NEVER, **long)
+        self.last_first_active_step = torch.full((n, 3), NEVER, **long)
+        self.episodes_finished = torch.zeros(n, **long)
+        stat_names = ["Episode/length_s", "Episode/double_support_ratio", "Episode/single_support_ratio",
+                      "Episode/step_frequency_hz"] + [f"Episode_Reward/{name}" for name in self.episode_sums]
+        self.last_episode_stats = {name: torch.zeros(n, device=dev) for name in stat_names}
+        self.terminal_state = self._read_robot_state()  # overwritten row by row when envs end
+        self.terminal_task = {
+            "command": self.command.clone(),
+            "last_action": self.last_action.clone(),
+            "air_time": self.air_time.clone(),
+        }
+        self.state = self._read_robot_state()
+
+    @property
+    def episode_step(self) -> torch.Tensor:
+        """``[N]`` long policy steps taken in the episode: 0 right after a reset, 1 after the first step."""
+        return self.episode_length_buf
+
+    @episode_step.setter
+    def episode_step(self, value: torch.Tensor) -> None:
+        self.episode_length_buf = value
+
+    # -- DirectRLEnv hooks ---------------------------------------------------------------------
+
+    def _pre_physics_step(self, actions: torch.Tensor) -> None:
+        """Clip the policy's ``actions`` ``[N, J]`` and turn them into joint-position targets
+        :attr:`joint_pos_target` ``[N, J]``: offsets of ``action_scale`` rad per unit around the nominal pose."""
+        cfg = self.task_cfg
+        self.actions = actions.to(torch.float32).clamp(-cfg.action_clip, cfg.action_clip)
+        self.joint_pos_target = self.nominal_joint_pos + cfg.action_scale * self.actions
+
+    def _get_dones(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(terminated, time_out)``, ``[N]`` bool each: the training fall rules after their grace
+        windows, and the episode budget (both may be true). Records first crossings and the cause.
+
+        The first hook after the physics step, so it reads the robot first (as Isaac Lab's locomotion
+        tasks do in ``_compute_intermediate_values``).
+        """
+        self._compute_intermediate_values()
+        cfg, step = self.task_cfg, self.episode_length_buf
+        raw = terms.fall_signals(
+            self.state.root_pos_w[:, 2], terms.tilt_xy(self.gravity_b), self.lin_vel_b,
+            cfg.train_collapse_height, cfg.tilt_threshold, cfg.lateral_vel_threshold,
+        )
+        active = terms.active_falls(raw, step, self.first_checked_step)
+        self.first_raw_step = terms.record_first(self.first_raw_step, raw, step)
+        self.first_active_step = terms.record_first(self.first_active_step, active, step)
+        time_out = terms.time_out(step, cfg.max_episode_length)
+        self.termination_cause = terms.exclusive_cause(active, time_out)
+        return active.any(-1), time_out
+
+    def _get_rewards(self) -> torch.Tensor:
+        """The step's reward ``[N]``: each of :meth:`_reward_terms` times its weight in
+        ``task_cfg.rewards`` and the policy step (as Isaac Lab's reward manager scales); per-episode
+        sums kept for the logs."""
+        weights, dt = self.task_cfg.rewards, self.task_cfg.policy_dt
+        reward = torch.zeros(self.num_envs, device=self.device)
+        for name, value in self._reward_terms().items():
+            term = getattr(weights, name) * value * dt
+            self.episode_sums[name] += term
+            reward += term
+        # the action-rate and joint-acceleration terms were the last readers of the previous step
+        self.last_action = self.actions
+        self.prev_joint_vel = self.state.joint_vel
+        return reward
+
+    def _get_observations(self) -> ObsGroups:
+        """Observation groups of every env now (see :meth:`observations_from`)."""
+        return self.observations_from(self.state, self.command, self.last_action, self.air_time)
+
+    def _reset_idx(self, env_ids: torch.Tensor) -> None:
+        """Reset only ``env_ids`` ``[K]``: physics to the nominal pose plus joint noise, a new command,
+        every history cleared; :attr:`state` is read again."""
+        cfg, k = self.task_cfg, env_ids.numel()
+        u = torch.rand(k, self.num_joints, device=self.device, generator=self.generator)
+        noise = cfg.joint_pos_noise * (2 * u - 1)
+        qpos = self.nominal_qpos.expand(k, -1).clone()
+        qpos[:, 7:] += noise
+        qvel = torch.zeros(k, 6 + self.num_joints, device=self.device)
+        self._write_reset_rows(env_ids, qpos, qvel)
+
+        sampled = self._sample_commands(k)  # drawn even when held, so the random stream does not depend on it
+        self.command[env_ids] = sampled if self.held_command is None else self.held_command[env_ids]
+        self.episode_length_buf[env_ids] = 0
+        self.last_action[env_ids] = 0.0
+        self.prev_joint_vel[env_ids] = 0.0
+        self.air_time[env_ids] = 0.0
+        self.contact_time[env_ids] = 0.0
+        self.touchdown_count[env_ids] = 0
+        self.double_support_time[env_ids] = 0.0
+        self.single_support_time[env_ids] = 0.0
+        self.first_raw_step[env_ids] = NEVER
+        self.first_active_step[env_ids] = NEVER
+        for total in self.episode_sums.values():
+            total[env_ids] = 0.0
+        self.state = self._read_robot_state()
+
+    # -- what the hooks compute ----------------------------------------------------------------
+
+    def _compute_intermediate_values(self) -> None:
+        """Read the robot after the physics step; its body-frame quantities; advance the gait timers."""
+        dt = self.task_cfg.policy_dt
+        s = self.state = self._read_robot_state()
+        self.gravity_b = terms.projected_gravity(s.root_quat_w)
+        self.lin_vel_b = terms.to_body(s.root_quat_w, s.root_lin_vel_w)
+        self.ang_vel_b = terms.to_body(s.root_quat_w, s.root_ang_vel_w)
+        self.joint_pos_rel = s.joint_pos - self.nominal_joint_pos
+        self.air_time, self.contact_time, touchdown = terms.update_gait(
+            s.foot_contact, self.air_time, self.contact_time, dt
+        )
+        self.touchdown_count += touchdown.long()
+        in_contact = s.foot_contact.sum(-1)
+        self.double_support_time += dt * (in_contact == 2)
+        self.single_support_time += dt * (in_contact == 1)
+
+    def _reward_terms(self) -> dict[str, torch.Tensor]:
+        """Unweighted reward terms ``[N]`` by their name in :class:`~.config.RewardWeights`, in summing order."""
+        cfg, s, dt = self.task_cfg, self.state, self.task_cfg.policy_dt
+        parts = {
+            "track_lin_vel_xy": terms.track_lin_vel_xy_exp(self.command, self.lin_vel_b, cfg.tracking_sigma),
+            "track_ang_vel_z": terms.track_ang_vel_z_exp(self.command, self.ang_vel_b, cfg.tracking_sigma),
+            "lin_vel_z": terms.lin_vel_z_l2(self.lin_vel_b),
+            "ang_vel_xy": terms.ang_vel_xy_l2(self.ang_vel_b),
+            "flat_orientation": terms.flat_orientation_l2(self.gravity_b),
+            "feet_air_time": terms.feet_air_time_biped(
+                self.air_time, self.contact_time, s.foot_contact, self.command, cfg.air_time_threshold
+            ),
+            "feet_slide": terms.feet_slide(s.foot_contact, s.foot_lin_vel_w),
+            "joint_deviation": terms.joint_deviation_l1(self.joint_pos_rel, self.deviation_mask),
+            "joint_torques": terms.joint_torques_l2(s.applied_torque),
+            "joint_acc": terms.joint_acc_l2(s.joint_vel, self.prev_joint_vel, dt),
+            "action_rate": terms.action_rate_l2(self.actions, self.last_action),
+            "termination": self.reset_terminated.float(),
+        }
+        if cfg.gait_period_s is not None:
+            legs = terms.leg_phases(terms.gait_phase(self.episode_length_buf, dt, cfg.gait_period_s))
+            parts["gait_contact"] = terms.gait_contact(s.foot_contact, legs, cfg.gait_stance_fraction)
+            parts["feet_swing_height"] = terms.feet_swing_height(s.foot_pos_w[..., 2], s.foot_contact, cfg.swing_height_m)
+        return parts
+
+    def observations_from(
+        self, s: PhysicsState, command: torch.Tensor, last_action: torch.Tensor, air_time: torch.Tensor,
+        episode_step: torch.Tensor | None = None,
+    ) -> ObsGroups:
+        """Observation groups of state ``s`` and task histories (any batch size ``B``).
+
+        ``episode_step`` ``[B]`` (default: the envs' current steps) drives the gait clock, when on.
+
+        Returns:
+            ``{"policy": [B, 9 + 3J (+ 2 clock)], "critic": [B, policy + 6 + 2F + J]}``.
+        """
+        cfg = self.task_cfg
+        gravity_b = terms.projected_gravity(s.root_quat_w)
+        policy = terms.policy_obs(
+            terms.to_body(s.root_quat_w, s.root_ang_vel_w),
+            gravity_b,
+            command,
+            s.joint_pos - self.nominal_joint_pos,
+            s.joint_vel,
+            last_action,
+            cfg.obs_ang_vel_scale,
+            cfg.obs_joint_vel_scale,
+        )
+        if cfg.gait_period_s is not None:
+            step = self.episode_length_buf if episode_step is None else episode_step
+            policy = torch.cat([policy, terms.clock_obs(terms.gait_phase(step, cfg.policy_dt, cfg.gait_period_s))], dim=-1)
+        privileged = terms.critic_privileged(
+            terms.to_body(s.root_quat_w, s.root_lin_vel_w),
+            s.root_pos_w[:, 2],
+            s.foot_contact,
+            air_time,
+            s.applied_torque,
+            cfg.obs_torque_scale,
+        )
+        return {POLICY: policy, CRITIC: torch.cat([policy, privileged], dim=-1)}
+
+    def current_observations(self) -> ObsGroups:
+        """Observations of the current state (after ``reset`` or ``load_state_dict``)."""
+        return self._get_observations()
+
+    # -- episode ends --------------------------------------------------------------------------
+
+    def _record_episode_end(self, env_ids: torch.Tensor) -> None:
+        """Copy everything about the ending episodes ``env_ids`` ``[K]`` into buffers that survive the
+        reset; call it after the final observations and before :meth:`_reset_idx`."""
+        s = self.state
+        for name, value in s.as_dict().items():
+            getattr(self.terminal_state, name)[env_ids] = value[env_ids]
+        self.terminal_task["command"][env_ids] = self.command[env_ids]
+        self.terminal_task["last_action"][env_ids] = self.last_action[env_ids]
+        self.terminal_task["air_time"][env_ids] = self.air_time[env_ids]
+        self.last_cause[env_ids] = self.termination_cause[env_ids]
+        self.last_episode_length[env_ids] = self.episode_length_buf[env_ids]
+        self.last_first_raw_step[env_ids] = self.first_raw_step[env_ids]
+        self.last_first_active_step[env_ids] = self.first_active_step[env_ids]
+        self.episodes_finished[env_ids] += 1
+
+        seconds = self.episode_length_buf[env_ids].float() * self.task_cfg.policy_dt
+        stats = self.last_episode_stats
+        stats["Episode/length_s"][env_ids] = seconds
+        stats["Episode/double_support_ratio"][env_ids] = self.double_support_time[env_ids] / seconds
+        stats["Episode/single_support_ratio"][env_ids] = self.single_support_time[env_ids] / seconds
+        stats["Episode/step_frequency_hz"][env_ids] = self.touchdown_count[env_ids].sum(-1) / seconds
+        for name, total in self.episode_sums.items():
+            stats[f"Episode_Reward/{name}"][env_ids] = total[env_ids] / seconds
+
+    def terminal_observations(self, env_ids: torch.Tensor) -> ObsGroups:
+        """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode)."""
+        return self.observations_from(
+            self.terminal_state.index(env_ids),
+            self.terminal_task["command"][env_ids],
+            self.terminal_task["last_action"][env_ids],
+            self.terminal_task["air_time"][env_ids],
+            self.last_episode_length[env_ids],
+        )
+
+    def pre_reset_state(self, ended: torch.Tensor) -> tuple[PhysicsState, torch.Tensor]:
+        """Every env as the last physics step left it, before any same-step reset: ``(state, command
+        [N, 3])``. Rows ``ended`` ``[K]`` come from the terminal snapshot (their live rows already
+        show the respawn); copies, so later steps do not change them."""
+        state = PhysicsState(**{name: value.clone() for name, value in self.state.as_dict().items()})
+        for name, value in state.as_dict().items():
+            value[ended] = getattr(self.terminal_state, name)[ended]
+        command = self.command.clone()
+        command[ended] = self.terminal_task["command"][ended]
+        return state, command
+
+    def _step_log(self, truncated: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Scalars for ``info["log"]``: this step's episode ends by cause, and the share of envs below
+        the evaluation height (on the post-step, pre-reset state).
+
+        0-dim tensors on the env's device, so logging costs no host sync per step (the Runner reads
+        them once per iteration).
+        """
+        cause = self.termination_cause
+        log = {f"Episode_Termination/{CAUSE_NAMES[code]}": (cause == code).sum().float() for code in ENV_CAUSES}
+        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)).sum().float()
+        below = self.state.root_pos_w[:, 2] < self.task_cfg.eval_success_height
+        log["Metrics/below_eval_success_height"] = below.float().mean()
+        return log
+
+    def _last_episode_log(self) -> dict[str, torch.Tensor]:
+        """Means over every env's most recent finished episode (0 until some env has finished one),
+        so each key is present at every step and averaging over steps stays a plain mean."""
+        finished = (self.episodes_finished > 0).float()
+        count = finished.sum().clamp_min(1.0)
+        return {key: (value * finished).sum() / count for key, value in self.last_episode_stats.items()}
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def set_commands(self, commands: torch.Tensor | None) -> ObsGroups:
+        """Hold ``commands`` ``[N, 3]`` (v_x, v_y, w_z) in every env from now on, through resets too
+        (evaluation with fixed commands); ``None`` returns to sampling a command at each reset.
+        Returns the observations of the current state under the new commands."""
+        if commands is None:
+            self.held_command = None
+            return self.current_observations()
+        commands = torch.as_tensor(commands, dtype=torch.float32, device=self.device).expand(self.num_envs, 3)
+        self.held_command = commands.clone()
+        self.command[:] = self.held_command
+        return self.current_observations()
+
+    def _sample_commands(self, k: int) -> torch.Tensor:
+        cfg = self.task_cfg
+        ranges = torch.tensor([cfg.lin_vel_x_range, cfg.lin_vel_y_range, cfg.ang_vel_z_range], device=self.device)
+        u = torch.rand(k, 3, device=self.device, generator=self.generator)
+        return ranges[:, 0] + u * (ranges[:, 1] - ranges[:, 0])
+
+    # -- checkpointing ---------------------------------------------------------------------------
+
+    def _task_state_dict(self) -> dict[str, Any]:
+        """Task buffers, terminal snapshot and the generator (the simulator's rows are the env's to add)."""
+        return {
+            "buffers": {name: getattr(self, name).clone() for name in _BUFFERS},
+            "episode_sums": {k: v.clone() for k, v in self.episode_sums.items()},
+            "last_episode_stats": {k: v.clone() for k, v in self.last_episode_stats.items()},
+            "terminal_state": {k: v.clone() for k, v in self.terminal_state.as_dict().items()},
+            "terminal_task": {k: v.clone() for k, v in self.terminal_task.items()},
+            "generator": self.generator.get_state(),
+            "held_command": None if self.held_command is None else self.held_command.clone(),
+        }
+
+    def _load_task_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_task_state_dict`; the simulator's rows must be loaded first (:attr:`state` is read again)."""
+        for name, value in state["buffers"].items():
+            setattr(self, name, value.clone().to(self.device))
+        for name, value in state["episode_sums"].items():
+            self.episode_sums[name] = value.clone().to(self.device)
+        for name, value in state["last_episode_stats"].items():
+            self.last_episode_stats[name] = value.clone().to(self.device)
+        self.terminal_state = PhysicsState(**{k: v.clone().to(self.device) for k, v in state["terminal_state"].items()})
+        self.terminal_task = {k: v.clone().to(self.device) for k, v in state["terminal_task"].items()}
+        self.generator.set_state(state["generator"].cpu())  # a map_location may have moved it
+        held = state.get("held_command")
+        self.held_command = None if held is None else held.clone().to(self.device)
+        self.state = self._read_robot_state()
