@@ -33,7 +33,7 @@ from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 from isaac_adapter.tasks.g1_walk.config import walk_config
-from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:

@@ -28,7 +28,7 @@ from isaac_adapter.evaluation import (  # noqa: E402
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.config import walk_config  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
-from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe, evaluation_thresholds  # noqa: E402
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe, evaluation_thresholds  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

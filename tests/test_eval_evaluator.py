@@ -15,7 +15,7 @@ from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
-from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 DT = 0.02
 

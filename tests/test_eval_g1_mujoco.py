@@ -9,7 +9,7 @@ pytest.importorskip("mujoco")
 
 from isaac_adapter.evaluation import EpisodeDatasetWriter, EvalConfig, Evaluator, read_episodes, zero_policy  # noqa: E402
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
-from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe  # noqa: E402
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe  # noqa: E402
 
 
 def test_zero_policy_on_mujoco(tmp_path):

@@ -14,7 +14,7 @@ from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
 from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.config import gait_clock_config
-from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")

@@ -8,7 +8,7 @@ Modules, each usable on its own:
 * :mod:`.gait`: pure gait metrics on contact / velocity / torque traces, and acceptance.
 * :mod:`.sweep`: several threshold sets over one trace.
 * :mod:`.evaluator`: runs a policy and judges the result; :class:`EvalProbe` is what it needs from an env
-  (the G1 task's: :class:`isaac_adapter.tasks.g1_walk.probe.G1WalkProbe`). Checkpoints load through
+  (the G1 task's: :class:`isaac_adapter.evaluation.g1_probe.G1WalkProbe`). Checkpoints load through
   :mod:`ppo_bootstrap.checkpoint`.
 * :mod:`.dataset`: Parquet episode dataset writer and reader.
 * :mod:`.plots`: survival curves, cause bars, first-crossing histograms, foot-contact timelines

@@ -11,7 +11,7 @@ One evaluator serves every use (acceptance, threshold sweeps, datasets, plots):
 
 What the evaluator needs from an env beyond :class:`ppo_bootstrap.env.VecEnv` is the small
 :class:`EvalProbe` interface, which the task provides (for the G1:
-:class:`~isaac_adapter.tasks.g1_walk.probe.G1WalkProbe`); the evaluator never reads simulator state.
+:class:`~isaac_adapter.evaluation.g1_probe.G1WalkProbe`); the evaluator never reads simulator state.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ class Evaluator:
 
     Example::
 
-        from isaac_adapter.tasks.g1_walk.probe import G1WalkProbe
+        from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
         env = G1WalkEnv(G1WalkConfig(num_envs=32))
         evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0))

@@ -1,9 +1,11 @@
-"""What the evaluator reads from the G1 walk env (:class:`~isaac_adapter.evaluation.evaluator.EvalProbe`),
+"""The evaluator's view of the G1 walk task (:class:`~isaac_adapter.evaluation.evaluator.EvalProbe`),
 and the task's fall rules as evaluation threshold sets.
 
-The evaluator never touches the physics state: the probe turns the task's pre-reset view of each
-step (:meth:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask.pre_reset_state`) into a
-:class:`~isaac_adapter.evaluation.trace.StepSample` through the task's own frame terms.
+The task exposes what an evaluation needs: its pre-reset view of each step
+(:meth:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask.pre_reset_state`), its frame terms, seeded
+resets and held commands. The probe turns that into a :class:`~isaac_adapter.evaluation.trace.StepSample`;
+it never touches a simulator. The task may run on any simulator: the MuJoCo ``G1WalkEnv`` is its own
+``VecEnv``; the Isaac Lab ``G1WalkDirectEnv`` is stepped through ``IsaacLabVecEnv`` and read directly.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import torch
 
 from ppo_bootstrap.env import ObsGroups, StepResult
 
-from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
 from isaac_adapter.tasks.g1_walk import terms
@@ -22,7 +23,10 @@ from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 if TYPE_CHECKING:
-    from isaac_adapter.tasks.g1_walk.env import G1WalkEnv
+    from ppo_bootstrap.env import VecEnv
+
+    from isaac_adapter.backends.base import PhysicsState
+    from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
 
 def training_thresholds(cfg: G1WalkConfig) -> ThresholdSet:
@@ -51,22 +55,30 @@ def evaluation_thresholds(cfg: G1WalkConfig, eval_success_height: float | None =
 
 
 class G1WalkProbe:
-    """:class:`~isaac_adapter.evaluation.evaluator.EvalProbe` of :class:`~isaac_adapter.tasks.g1_walk.G1WalkEnv`.
+    """:class:`~isaac_adapter.evaluation.evaluator.EvalProbe` of the G1 walk task.
 
-    Reads the task's ``pre_reset_state`` after a step, ``state`` and ``command`` after a reset,
-    ``reset(seed=...)``, ``set_commands(...)`` and ``info["termination_cause"]``.
+    Args:
+        env: the ``VecEnv`` the evaluator steps.
+        task: the :class:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask` behind it (default: ``env``
+            itself, as for ``G1WalkEnv``; for Isaac Lab, ``IsaacLabVecEnv(...).unwrapped``).
+
+    Reads the task's ``pre_reset_state`` after a step, ``state`` and ``command`` after a reset, its
+    generator (seeded resets), ``set_commands(...)`` and ``info["termination_cause"]`` (or the same
+    key of the simulator's ``extras``).
     """
 
-    def __init__(self, env: G1WalkEnv) -> None:
+    def __init__(self, env: VecEnv, task: G1WalkTask | None = None) -> None:
         self.env = env
-        self.dt = float(env.task_cfg.policy_dt)
+        self.task = env if task is None else task
+        self.dt = float(self.task.task_cfg.policy_dt)
         self.cause_names = CAUSE_NAMES
-        self.training_rule = training_thresholds(env.task_cfg)
-        self.evaluation_rule = evaluation_thresholds(env.task_cfg)
+        self.training_rule = training_thresholds(self.task.task_cfg)
+        self.evaluation_rule = evaluation_thresholds(self.task.task_cfg)
 
     def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
-        obs = self.env.reset(seed=seed)
-        return self.env.set_commands(commands) if commands is not None else obs
+        self.task.generator.manual_seed(seed)  # spawn noise and sampled commands follow the seed
+        obs = self.env.reset()
+        return self.task.set_commands(commands) if commands is not None else obs
 
     def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor) -> StepSample:
         return StepSample(
@@ -81,12 +93,14 @@ class G1WalkProbe:
         )
 
     def current(self) -> StepSample:
-        env = self.env
-        return self._sample(env.state, env.command.clone(), torch.zeros(env.num_envs, dtype=torch.long))
+        task = self.task
+        return self._sample(task.state, task.command.clone(), torch.zeros(task.num_envs, dtype=torch.long))
 
     def after_step(self, result: StepResult) -> StepSample:
-        env = self.env
-        # rows of envs that ended come from the terminal snapshot: env.state already shows their respawn
-        state, command = env.pre_reset_state(result.final_env_ids.to(env.device))
-        cause = result.info.get("termination_cause", torch.zeros(env.num_envs, dtype=torch.long))
+        task = self.task
+        # rows of envs that ended come from the terminal snapshot: task.state already shows their respawn
+        state, command = task.pre_reset_state(result.final_env_ids.to(task.device))
+        cause = result.info.get("termination_cause", result.info.get("extras", {}).get("termination_cause"))
+        if cause is None:
+            cause = torch.zeros(task.num_envs, dtype=torch.long)
         return self._sample(state, command, cause.clone())
