@@ -1,0 +1,202 @@
+"""The project's G1 walking task as a real Isaac Lab ``DirectRLEnv`` (kit-less, Newton / MuJoCo-Warp).
+
+:class:`G1WalkDirectEnv` is :class:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask` (buffers, term
+functions, fall rules with grace windows, causes, terminal snapshot, logs: the same code the MuJoCo
+backends run) mixed into Isaac Lab's ``DirectRLEnv``, which steps it in its own order. This module
+supplies only the simulator seam:
+
+* ``_read_robot_state``: Isaac Lab's articulation data and foot contact sensor as the task's
+  :class:`~isaac_adapter.backends.base.PhysicsState` (quaternions ``(x, y, z, w)`` -> ``(w, x, y, z)``,
+  positions relative to each env's origin, joints in the MuJoCo model's actuator order);
+* ``_write_reset_rows``: a spawn pose into the rows of ``env_ids`` only;
+* ``_apply_action``: the task's joint-position targets to the implicit PD drives.
+
+The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
+(:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
+layout is the task's, so a policy moves between MuJoCo CPU, MuJoCo Warp and Isaac Lab.
+
+Episode ends: the task's ``_get_dones`` gives ``(terminated, time_out)``; Isaac Lab resets only the
+ended ids, after computing their final observation (``cfg.compute_final_obs``). The terminal snapshot
+is recorded in ``_reset_idx`` when it is called from inside ``step``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from isaac_adapter.isaaclab.robot import g1_articulation_cfg, require_isaaclab
+from isaac_adapter.tasks.g1_walk import assets
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+from isaac_adapter.tasks.g1_walk.task import G1WalkTask
+
+require_isaaclab()
+
+import isaaclab.sim as sim_utils  # noqa: E402
+from isaaclab.assets import ArticulationCfg, AssetBaseCfg  # noqa: E402
+from isaaclab.envs import DirectRLEnv, DirectRLEnvCfg  # noqa: E402
+from isaaclab.scene import InteractiveSceneCfg  # noqa: E402
+from isaaclab.sensors import ContactSensorCfg  # noqa: E402
+from isaaclab.sim import SimulationCfg  # noqa: E402
+from isaaclab.utils import configclass  # noqa: E402
+from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg  # noqa: E402
+
+from isaac_adapter.backends.base import PhysicsState  # noqa: E402
+
+TASK_ID = "G1-Walk-Direct-Isaac"
+FOOT_CONTACT_FORCE_N = 1.0  # a foot pushing on the ground with more than this is in contact
+
+
+@configclass
+class G1WalkSceneCfg(InteractiveSceneCfg):
+    ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg())
+    robot: ArticulationCfg = None  # type: ignore[assignment]  (set by G1WalkDirectEnvCfg.from_task)
+    # the converted USD nests bodies (Robot/Geometry/pelvis/.../left_ankle_roll_link)
+    feet_contact = ContactSensorCfg(prim_path="{ENV_REGEX_NS}/Robot/.*_ankle_roll_link", history_length=1)
+
+
+@configclass
+class G1WalkDirectEnvCfg(DirectRLEnvCfg):
+    """Isaac Lab's side of the task; the task's own numbers come from a :class:`G1WalkConfig`
+    (:meth:`from_task`), so both simulators read one definition."""
+
+    decimation: int = 4
+    episode_length_s: float = 20.0
+    action_space: int = 29
+    observation_space: int = 96
+    state_space: int = 0
+    sim: SimulationCfg = SimulationCfg(
+        dt=0.005,
+        render_interval=4,
+        # the MuJoCo model's solver options: implicitfast, pyramidal cone, impratio 1
+        physics=NewtonCfg(
+            solver_cfg=MJWarpSolverCfg(njmax=200, nconmax=32, cone="pyramidal", impratio=1.0,
+                                       integrator="implicitfast", use_mujoco_contacts=False),
+            num_substeps=1,
+        ),
+    )
+    scene: G1WalkSceneCfg = G1WalkSceneCfg(num_envs=4096, env_spacing=2.5, replicate_physics=True)
+    compute_final_obs: bool = True
+
+    @classmethod
+    def from_task(cls, task: G1WalkConfig, device: str | None = None) -> "G1WalkDirectEnvCfg":
+        """An env cfg with ``task``'s envs, device, time step, decimation, episode length and robot."""
+        cfg = cls()
+        cfg.scene.num_envs = task.num_envs
+        cfg.scene.robot = g1_articulation_cfg(drives="task", model_variant=task.model_variant)
+        cfg.sim.device = device or task.device
+        cfg.sim.dt = task.sim_dt
+        cfg.sim.render_interval = task.decimation
+        cfg.decimation = task.decimation
+        cfg.episode_length_s = task.episode_length_s
+        cfg.seed = task.seed
+        policy_dim = 9 + 3 * cfg.action_space + (2 if task.gait_period_s is not None else 0)
+        cfg.observation_space = policy_dim
+        return cfg
+
+
+class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
+    """The G1 walking task on Isaac Lab. Adapt it with
+    :class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv` for ``Runner``.
+
+    Args:
+        cfg: Isaac Lab cfg, usually :meth:`G1WalkDirectEnvCfg.from_task`.
+        task: the task's configuration (the one the MuJoCo env takes).
+    """
+
+    cfg: G1WalkDirectEnvCfg
+
+    def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
+        task.validate()
+        if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
+            raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
+        self._stepping = False
+        DirectRLEnv.__init__(self, cfg, render_mode, **kwargs)
+        if self.max_episode_length != task.max_episode_length:
+            raise ValueError(f"Isaac Lab counts {self.max_episode_length} steps per episode, the task {task.max_episode_length}")
+        g1 = assets.build_g1_model(task.model_variant, task.sim_dt)
+        self.robot = self.scene["robot"]
+        self.feet_contact = self.scene["feet_contact"]
+        self._joint_ids = self.robot.find_joints(list(g1.joint_names), preserve_order=True)[0]
+        self._foot_ids = self.robot.find_bodies(list(assets.FEET), preserve_order=True)[0]
+        self._contact_ids = self.feet_contact.find_bodies(list(assets.FEET), preserve_order=True)[0]
+        limits = _torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
+        self._target_low, self._target_high = limits[:, 0], limits[:, 1]
+        self._init_task(task, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names, len(assets.FEET))
+
+    # -- the simulator seam --------------------------------------------------------------------
+
+    def _read_robot_state(self) -> PhysicsState:
+        # fresh tensors (the seam's contract): Isaac Lab's data arrays are live views that resets
+        # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
+        d, ids, feet = self.robot.data, self._joint_ids, self._foot_ids
+        quat_xyzw = _torch(d.root_link_quat_w)
+        mass = _torch(d.body_mass)  # [N, B]
+        com = (_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
+        origins = self.scene.env_origins
+        forces = _torch(self.feet_contact.data.net_forces_w)[:, self._contact_ids]  # [N, F, 3]
+        return PhysicsState(
+            root_pos_w=_torch(d.root_link_pos_w) - origins,
+            root_quat_w=quat_xyzw[:, [3, 0, 1, 2]],
+            root_lin_vel_w=_torch(d.root_link_lin_vel_w).clone(),
+            root_ang_vel_w=_torch(d.root_link_ang_vel_w).clone(),
+            joint_pos=_torch(d.joint_pos)[:, ids],
+            joint_vel=_torch(d.joint_vel)[:, ids],
+            applied_torque=_torch(self.robot.actuators.applied_effort)[:, ids],
+            foot_contact=forces.norm(dim=-1) > FOOT_CONTACT_FORCE_N,
+            foot_pos_w=_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
+            foot_lin_vel_w=_torch(d.body_link_lin_vel_w)[:, feet],
+            com_pos_w=com - origins,
+        )
+
+    def _write_reset_rows(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        pose = torch.cat([qpos[:, :3] + self.scene.env_origins[env_ids], qpos[:, [4, 5, 6, 3]]], dim=-1)
+        self.robot.write_root_pose_to_sim_index(root_pose=pose, env_ids=env_ids)
+        self.robot.write_root_velocity_to_sim_index(root_velocity=qvel[:, :6].contiguous(), env_ids=env_ids)
+        joints = self._joint_ids
+        self.robot.write_joint_position_to_sim_index(position=qpos[:, 7:].contiguous(), joint_ids=joints, env_ids=env_ids)
+        self.robot.write_joint_velocity_to_sim_index(velocity=qvel[:, 6:].contiguous(), joint_ids=joints, env_ids=env_ids)
+
+    def _pre_physics_step(self, actions: torch.Tensor) -> None:
+        self._stepping = True  # resets until the end of this step end episodes (see _reset_idx)
+        G1WalkTask._pre_physics_step(self, actions)
+        # MuJoCo clamps a position servo's target to its control range; the drives here do not
+        self.joint_pos_target = torch.maximum(torch.minimum(self.joint_pos_target, self._target_high), self._target_low)
+
+    def _apply_action(self) -> None:
+        self.robot.actuators.target_command.set_position_index(value=self.joint_pos_target, joint_ids=self._joint_ids)
+
+    def _get_dones(self) -> tuple[torch.Tensor, torch.Tensor]:
+        terminated, time_out = G1WalkTask._get_dones(self)
+        self.extras["termination_cause"] = self.termination_cause.clone()
+        self.extras["time_outs"] = time_out
+        self.extras["log"] = self._step_log(time_out)
+        return terminated, time_out
+
+    def _reset_idx(self, env_ids: Any) -> None:
+        env_ids = torch.as_tensor(env_ids, device=self.device).long().reshape(-1)
+        if self._stepping:  # an episode end: snapshot it before the reset overwrites it
+            self._record_episode_end(env_ids)
+            self.extras["log"].update(self._last_episode_log())
+        DirectRLEnv._reset_idx(self, env_ids)
+        G1WalkTask._reset_idx(self, env_ids)
+
+    def step(self, action: torch.Tensor) -> Any:
+        try:
+            return DirectRLEnv.step(self, action)
+        finally:
+            self._stepping = False
+
+
+def _torch(x: Any) -> torch.Tensor:
+    """Isaac Lab 3 data arrays (Warp-backed proxies) as torch tensors, without a copy."""
+    return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
+
+
+def make_g1_direct_env(task: G1WalkConfig, device: str | None = None, clip_actions: float | None = None) -> Any:
+    """Build :class:`G1WalkDirectEnv` for ``task`` and adapt it for ``Runner`` (``IsaacLabVecEnv``)."""
+    from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv
+
+    env = G1WalkDirectEnv(G1WalkDirectEnvCfg.from_task(task, device), task)
+    return IsaacLabVecEnv(env, clip_actions=clip_actions)

@@ -1,0 +1,153 @@
+"""The 29-DoF Unitree G1 as an Isaac Lab articulation, on the USD that ``isaac_adapter.isaaclab.assets``
+builds from the MuJoCo model.
+
+Two sets of joint drives:
+
+* ``"task"``: the drives of the MuJoCo model the project's G1 task trains on (servo stiffness, damping,
+  armature, friction loss and torque limits read from the compiled MJCF). The Isaac Lab G1 task then
+  moves the same robot as the MuJoCo backends, so a policy moves between simulators.
+* ``"isaaclab"``: Isaac Lab's own ``G1_CFG`` actuator groups (legs 150-200, ankles 20, arms 40),
+  re-keyed to the 29 joint names. What ``Isaac-Velocity-Flat-G1`` uses by default.
+
+Nothing here imports Isaac Lab at module import time, so the module can be read (and its errors
+raised) without it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+ASSET_ROOT_ENV = "ISAACSIM_ASSET_ROOT"
+# Isaac Lab's G1_MINIMAL_CFG path under ISAACLAB_NUCLEUS_DIR, so its own tasks find our USD unchanged.
+G1_USD = "Isaac/IsaacLab/Robots/Unitree/G1/g1_minimal.usd"
+
+# Isaac Lab's G1_CFG drives (kp, kd, effort limit) per joint group, with the 29-DoF joint names.
+_ISAACLAB_GROUPS: dict[str, dict[str, Any]] = {
+    "legs": dict(
+        joint_names_expr=[".*_hip_yaw_joint", ".*_hip_roll_joint", ".*_hip_pitch_joint", ".*_knee_joint", "waist_.*_joint"],
+        stiffness={".*_hip_yaw_joint": 150.0, ".*_hip_roll_joint": 150.0, ".*_hip_pitch_joint": 200.0,
+                   ".*_knee_joint": 200.0, "waist_.*_joint": 200.0},
+        damping=5.0, joint_effort_limit=300.0,
+    ),
+    "feet": dict(
+        joint_names_expr=[".*_ankle_pitch_joint", ".*_ankle_roll_joint"],
+        stiffness=20.0, damping=2.0, joint_effort_limit=20.0,
+    ),
+    "arms": dict(
+        joint_names_expr=[".*_shoulder_.*_joint", ".*_elbow_joint", ".*_wrist_.*_joint"],
+        stiffness=40.0, damping=10.0, joint_effort_limit=300.0,
+    ),
+}  # fmt: skip
+
+
+class IsaacLabSetupError(RuntimeError):
+    """Isaac Lab, its Python or the local asset root is missing; the message says what to run."""
+
+
+def require_isaaclab() -> None:
+    """Raise :class:`IsaacLabSetupError` unless Isaac Lab 3 can be imported here."""
+    import sys
+
+    if sys.version_info[:2] != (3, 12):
+        raise IsaacLabSetupError(
+            f"Isaac Lab 3.0 needs Python 3.12, this is {sys.version.split()[0]}: "
+            "run scripts/isaaclab_tier.sh, which builds a Python 3.12 environment with it"
+        )
+    try:
+        import isaaclab  # noqa: F401
+    except ImportError as err:
+        raise IsaacLabSetupError(
+            f"Isaac Lab is not installed ({err}): pip install 'isaaclab==3.0.0' in a Python 3.12 "
+            "environment, or run scripts/isaaclab_tier.sh"
+        ) from None
+
+
+def asset_root() -> Path:
+    """The local asset root Isaac Lab resolves its asset paths in (``$ISAACSIM_ASSET_ROOT``).
+
+    Raises:
+        IsaacLabSetupError: the variable is unset or the G1 USD is not under it.
+    """
+    root = os.environ.get(ASSET_ROOT_ENV)
+    fix = "build it with: python -m isaac_adapter.isaaclab.assets DIR, then export ISAACSIM_ASSET_ROOT=DIR"
+    if not root:
+        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV} is not set, so Isaac Lab cannot find the G1 USD; {fix}")
+    if not (Path(root) / G1_USD).is_file():
+        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV}={root} has no {G1_USD}; {fix}")
+    return Path(root)
+
+
+def task_drives(model_variant: str) -> dict[str, dict[str, float]]:
+    """Per-joint drives of the project's MuJoCo G1 ``model_variant``: ``{quantity: {joint: value}}`` for
+    ``stiffness``, ``damping``, ``armature``, ``friction`` and ``joint_effort_limit``.
+
+    MuJoCo position servos are ``kp * (target - q) - kv * qdot``; Isaac Lab's implicit drive is the
+    same law, so stiffness = kp and damping = kv (plus any joint damping).
+    """
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model
+
+    g1 = build_g1_model(model_variant, sim_dt=0.005)
+    m = g1.model
+    drives: dict[str, dict[str, float]] = {k: {} for k in ("stiffness", "damping", "armature", "friction", "joint_effort_limit")}
+    for i, name in enumerate(g1.joint_names):
+        joint = int(m.actuator_trnid[i, 0])
+        dof = int(m.jnt_dofadr[joint])
+        kp, kv = float(m.actuator_gainprm[i, 0]), -float(m.actuator_biasprm[i, 2])
+        drives["stiffness"][name] = kp
+        drives["damping"][name] = kv + float(m.dof_damping[dof])
+        drives["armature"][name] = float(m.dof_armature[dof])
+        drives["friction"][name] = float(m.dof_frictionloss[dof])
+        limit = m.jnt_actfrcrange[joint] if m.jnt_actfrclimited[joint] else m.actuator_forcerange[i]
+        drives["joint_effort_limit"][name] = float(max(abs(limit[0]), abs(limit[1]))) or 1e6
+    return drives
+
+
+def g1_articulation_cfg(
+    drives: str = "task",
+    model_variant: str = "menagerie_mjx",
+    prim_path: str = "{ENV_REGEX_NS}/Robot",
+    joint_pos: dict[str, float] | None = None,
+    root_height: float | None = None,
+) -> Any:
+    """An ``ArticulationCfg`` of the local G1 USD.
+
+    Args:
+        drives: ``"task"`` (the MuJoCo model's drives, per joint) or ``"isaaclab"`` (G1_CFG's groups).
+        model_variant: the MuJoCo G1 whose drives ``"task"`` copies.
+        joint_pos: default joint positions by name or regex (default: the task model's nominal pose).
+        root_height: spawn height of the pelvis (m); default: the task model's nominal height.
+    """
+    require_isaaclab()
+    import isaaclab.sim as sim_utils
+    from isaaclab.actuators import ImplicitActuatorCfg
+    from isaaclab.assets.articulation import ArticulationCfg
+
+    usd = asset_root() / G1_USD
+    if drives == "task":
+        per_joint = task_drives(model_variant)
+        actuators = {"joints": ImplicitActuatorCfg(joint_names_expr=[".*"], **per_joint)}
+    elif drives == "isaaclab":
+        actuators = {name: ImplicitActuatorCfg(armature=0.01, **group) for name, group in _ISAACLAB_GROUPS.items()}
+    else:
+        raise ValueError(f"drives must be 'task' or 'isaaclab', got {drives!r}")
+    nominal_height, nominal_joints = nominal_pose(model_variant)
+    joint_pos = nominal_joints if joint_pos is None else joint_pos
+    root_height = nominal_height if root_height is None else root_height
+    return ArticulationCfg(
+        prim_path=prim_path,
+        spawn=sim_utils.UsdFileCfg(usd_path=str(usd), activate_contact_sensors=True),
+        init_state=ArticulationCfg.InitialStateCfg(pos=(0.0, 0.0, root_height), joint_pos=joint_pos, joint_vel={".*": 0.0}),
+        soft_joint_pos_limit_factor=0.9,
+        actuators=actuators,
+    )
+
+
+def nominal_pose(model_variant: str = "menagerie_mjx") -> tuple[float, dict[str, float]]:
+    """The MuJoCo task's nominal pose (the keyframe its backends spawn in): pelvis height (m) and
+    ``{joint: rad}``."""
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model
+
+    g1 = build_g1_model(model_variant, sim_dt=0.005)
+    return float(g1.nominal_qpos[2]), {name: float(q) for name, q in zip(g1.joint_names, g1.nominal_qpos[7:])}

@@ -1,0 +1,79 @@
+"""Isaac Lab's own ``Isaac-Velocity-Flat-G1`` on the locally built G1 USD, adapted for ``Runner``.
+
+Isaac Lab's G1 velocity task is written for the 37-DoF Isaac G1 USD from the asset server. On the
+29-DoF G1 that ``isaac_adapter.isaaclab.assets`` builds, five overrides make it run (each measured
+kit-less on Newton / MuJoCo-Warp, on CPU and on an H200):
+
+1. ``scene.robot``: the 29-DoF articulation (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg`);
+2. the arm and torso deviation rewards re-keyed to the 29 joint names, the finger term dropped;
+3. the contact sensor on ``Robot/.*``: the converted USD nests bodies (``Robot/Geometry/pelvis/...``),
+   so Isaac Lab's ``Robot/[^/]*`` matches none;
+4. no sky light (its HDR texture is a cloud path);
+5. ``nconmax`` 32 contacts per world: the task's 10 is sized for the Isaac G1's capsule feet, and
+   Newton warns that 44 contacts overflow the limit of 40 on this model.
+
+``compute_final_obs`` is switched on so the adapter gets the true last observation of every ended
+env (:class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isaac_adapter.isaaclab.robot import asset_root, g1_articulation_cfg, require_isaaclab
+
+TASKS = ("Isaac-Velocity-Flat-G1", "Isaac-Velocity-Rough-G1")
+NCONMAX = 32
+NJMAX = 200
+
+
+def velocity_g1_env_cfg(
+    task: str = "Isaac-Velocity-Flat-G1",
+    num_envs: int = 4096,
+    device: str = "cuda:0",
+    drives: str = "isaaclab",
+    episode_length_s: float | None = None,
+) -> Any:
+    """The task's env cfg with the five overrides of the module docstring and ``compute_final_obs``.
+
+    Args:
+        task: a registered Isaac Lab G1 velocity task id (:data:`TASKS`).
+        drives: ``"isaaclab"`` (the task's G1_CFG gains) or ``"task"`` (the MuJoCo task's drives).
+        episode_length_s: override of the task's 20 s (tests use short episodes to see timeouts).
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown Isaac Lab G1 task {task!r}; choose from {TASKS}")
+    require_isaaclab()
+    asset_root()  # fail with the fix before Isaac Lab looks for cloud paths
+    import isaaclab_tasks  # noqa: F401  (registers the tasks)
+    from isaaclab.managers import SceneEntityCfg
+    from isaaclab_tasks.utils import parse_env_cfg
+
+    cfg = parse_env_cfg(task, device=device, num_envs=num_envs)
+    cfg.scene.robot = g1_articulation_cfg(drives=drives)
+    rewards = cfg.rewards
+    rewards.joint_deviation_arms.params["asset_cfg"] = SceneEntityCfg(
+        "robot", joint_names=[".*_shoulder_.*_joint", ".*_elbow_joint", ".*_wrist_.*_joint"]
+    )
+    rewards.joint_deviation_torso.params["asset_cfg"] = SceneEntityCfg("robot", joint_names="waist_.*_joint")
+    rewards.joint_deviation_fingers = None
+    cfg.scene.contact_forces.prim_path = "{ENV_REGEX_NS}/Robot/.*"
+    cfg.scene.sky_light = None
+    cfg.sim.physics.solver_cfg.nconmax = NCONMAX
+    cfg.sim.physics.solver_cfg.njmax = NJMAX
+    if episode_length_s is not None:
+        cfg.episode_length_s = episode_length_s
+    cfg.compute_final_obs = True
+    return cfg
+
+
+def make_velocity_g1_env(task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = 100.0, **cfg: Any) -> Any:
+    """Build the task (``cfg``: the arguments of :func:`velocity_g1_env_cfg`) and wrap it as a
+    :class:`ppo_bootstrap.env.VecEnv` (``IsaacLabVecEnv``, final observations from
+    ``extras["final_obs"]``). ``clip_actions`` is the task's rsl_rl setting."""
+    import gymnasium as gym
+
+    from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv
+
+    env_cfg = velocity_g1_env_cfg(task, **cfg)
+    return IsaacLabVecEnv(gym.make(task, cfg=env_cfg), clip_actions=clip_actions)

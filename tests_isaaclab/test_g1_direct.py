@@ -1,0 +1,165 @@
+"""The G1 walking task as a real Isaac Lab ``DirectRLEnv`` (``G1WalkDirectEnv``), kit-less on CPU.
+
+Run through ``scripts/isaaclab_tier.sh`` (it builds the G1 USD and sets ``ISAACSIM_ASSET_ROOT``).
+
+The end-of-episode arithmetic is the same code as the MuJoCo env's; what these tests prove is that it
+survives Isaac Lab's own step loop (its ``episode_length_buf``, its decimation, its reset of the ended
+ids after computing their final observation). The fall signals are scripted on top of the real robot
+state: from a chosen episode step on, an env reads tilted, sliding sideways or low; every other
+env reads upright and still, so each end step is known in advance:
+
+* tilt: grace 0.4 s, so at 50 Hz a tilt from step 19, 20 or 21 ends the episode at 20, 20, 21;
+* lateral velocity: grace 0.7 s, from step 34, 35, 36 -> 35, 35, 36;
+* height: checked from step 1;
+* the same in seconds at decimation 2 (100 Hz) and 5 (40 Hz);
+* the time limit as ``truncated`` at exactly ``episode_length_s / policy_dt`` steps, a fall on that
+  very step reported as both (cause: the fall).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ppo_bootstrap.episode import validate_step
+
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, causes
+from isaac_adapter.tasks.g1_walk.config import steps_from_seconds
+
+TILTED = [math.cos(math.radians(35)), math.sin(math.radians(35)), 0.0, 0.0]  # 70 deg roll: tilt_xy 0.883
+
+
+def build(num_envs: int, decimation: int = 4, episode_length_s: float = 20.0):
+    from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+    task = G1WalkConfig(num_envs=num_envs, device="cpu", decimation=decimation, episode_length_s=episode_length_s,
+                        joint_pos_noise=0.0)
+    return make_g1_direct_env(task)
+
+
+def script(env, plan: dict[int, tuple[str, int]]) -> None:
+    """``plan[env_id] = (signal, from_step)``: that env reads the signal from that episode step on;
+    every env otherwise reads upright, 0.75 m high and still."""
+    base = env.unwrapped
+    real = type(base)._read_robot_state
+
+    def scripted(self):
+        s = real(self)
+        n = s.root_pos_w.shape[0]
+        s.root_pos_w[:, 2] = 0.75
+        s.root_quat_w[:] = torch.tensor([1.0, 0.0, 0.0, 0.0])
+        s.root_lin_vel_w.zero_()
+        step = self.episode_length_buf
+        for env_id, (signal, from_step) in plan.items():
+            if env_id >= n or int(step[env_id]) < from_step:
+                continue
+            if signal == "tilt":
+                s.root_quat_w[env_id] = torch.tensor(TILTED)
+            elif signal == "lateral":
+                s.root_lin_vel_w[env_id] = torch.tensor([0.0, 1.5, 0.0])
+            elif signal == "height":
+                s.root_pos_w[env_id, 2] = 0.1
+        return s
+
+    base._read_robot_state = scripted.__get__(base)
+
+
+def end_steps(env, max_steps: int) -> dict[int, tuple[int, bool, bool, int]]:
+    """First end of every env: ``{env: (episode step, terminated, truncated, cause)}``."""
+    env.reset()
+    found: dict[int, tuple[int, bool, bool, int]] = {}
+    for t in range(1, max_steps + 1):
+        res = env.step(torch.zeros(env.num_envs, env.num_actions))
+        validate_step(env.num_envs, res)
+        cause = res.info["extras"]["termination_cause"]
+        for i in res.final_env_ids.tolist():
+            found.setdefault(i, (t, bool(res.terminated[i]), bool(res.truncated[i]), int(cause[i])))
+        if len(found) == env.num_envs:
+            break
+    return found
+
+
+@pytest.mark.parametrize("decimation", [2, 4, 5])
+def test_grace_windows_end_at_the_boundary_steps(decimation):
+    dt = 0.005 * decimation
+    tilt, lateral = steps_from_seconds(0.4, dt), steps_from_seconds(0.7, dt)
+    assert (decimation, tilt, lateral) in {(2, 40, 70), (4, 20, 35), (5, 16, 28)}
+    plan = {
+        0: ("tilt", tilt - 1), 1: ("tilt", tilt), 2: ("tilt", tilt + 1),
+        3: ("lateral", lateral - 1), 4: ("lateral", lateral), 5: ("lateral", lateral + 1),
+        6: ("height", 1),
+    }
+    env = build(len(plan), decimation)
+    try:
+        script(env, plan)
+        found = end_steps(env, lateral + 5)
+    finally:
+        env.close()
+    expected = {
+        0: tilt, 1: tilt, 2: tilt + 1, 3: lateral, 4: lateral, 5: lateral + 1, 6: 1,
+    }
+    assert {i: v[0] for i, v in found.items()} == expected
+    assert all(v[1] and not v[2] for v in found.values())  # falls, no timeouts
+    cause = {i: v[3] for i, v in found.items()}
+    assert [cause[i] for i in range(7)] == [causes.CAUSE_TILT] * 3 + [causes.CAUSE_LATERAL] * 3 + [causes.CAUSE_HEIGHT]
+
+
+def test_time_limit_is_truncation_and_a_fall_on_that_step_is_both():
+    env = build(3, 4, episode_length_s=1.0)  # 50 policy steps
+    try:
+        script(env, {1: ("height", 50), 2: ("height", 10)})
+        found = end_steps(env, 55)
+    finally:
+        env.close()
+    assert found[0] == (50, False, True, causes.CAUSE_TIMEOUT)
+    assert found[1] == (50, True, True, causes.CAUSE_HEIGHT)
+    assert found[2] == (10, True, False, causes.CAUSE_HEIGHT)
+
+
+def test_final_obs_is_pre_reset_and_only_ended_envs_reset():
+    env = build(4, 4, episode_length_s=20.0)
+    try:
+        script(env, {1: ("height", 5)})
+        env.reset()
+        base = env.unwrapped
+        for _ in range(4):
+            env.step(torch.zeros(4, env.num_actions))
+        joints_before = base.state.joint_pos.clone()
+        res = env.step(torch.zeros(4, env.num_actions))
+        validate_step(4, res)
+        assert res.final_env_ids.tolist() == [1]
+        # final obs: the terminal snapshot's observation, not the respawned one
+        torch.testing.assert_close(res.final_obs["policy"], base.terminal_observations(res.final_env_ids)["policy"])
+        assert int(base.episode_length_buf[1]) == 0 and (base.episode_length_buf[[0, 2, 3]] == 5).all()
+        # the other envs' joints moved continuously (no respawn); env 1 is back at the nominal pose
+        assert (base.state.joint_pos[[0, 2, 3]] - joints_before[[0, 2, 3]]).abs().max() < 0.2
+        torch.testing.assert_close(base.state.joint_pos[1], base.nominal_joint_pos, atol=1e-4, rtol=0)
+    finally:
+        env.close()
+
+
+def test_observation_layout_is_the_mujoco_tasks_and_runner_trains():
+    """Isaac Lab pins MuJoCo 3 (through Newton), the MuJoCo backends need MuJoCo 4, so the two cannot
+    share a process: the layout is checked against the task's formula, and policies cross simulators
+    as checkpoints."""
+    from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
+
+    env = build(4, 4)
+    try:
+        obs = env.reset()
+        j, f = 29, 2
+        assert obs["policy"].shape == (4, 9 + 3 * j)  # ang vel, gravity, command, joint pos, vel, last action
+        assert obs["critic"].shape == (4, 9 + 3 * j + 3 + 1 + 2 * f + j)  # + lin vel, height, contact, air time, torque
+        # spawned upright at the nominal pose with no joint noise: gravity (0, 0, -1), joint offsets 0
+        torch.testing.assert_close(obs["policy"][:, 3:6], torch.tensor([0.0, 0.0, -1.0]).expand(4, 3), atol=1e-4, rtol=0)
+        assert obs["policy"][:, 9 : 9 + j].abs().max() < 1e-4
+        cfg = RunnerConfig(num_steps_per_env=8, console=False, save_interval=0,
+                           ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=1),
+                           policy=PolicyConfig(actor_hidden=(32,), critic_hidden=(32,)))
+        runner = Runner(env, cfg)
+        runner.learn(2)
+        assert runner.iteration == 2 and all(torch.isfinite(p).all() for p in runner.policy.parameters())
+    finally:
+        env.close()
