@@ -66,6 +66,41 @@ def falls(report: EvalReport) -> list[dict]:
     return out
 
 
+HEADER = (f"{'iteration':>9}  {'env steps':>11}  {'train s':>8}  {'fall':>6}  {'air s':>6}  {'steps Hz':>8}  "
+          f"{'dsupport':>8}  {'track err':>9}  verdict")
+
+
+def print_header() -> None:
+    print(HEADER)
+    print("-" * len(HEADER))
+
+
+def acceptance_row(report: EvalReport, iteration: int, env_steps: int, train_s: float) -> dict:
+    """One checkpoint's row: falls, the gait means of the envs commanded to walk, the verdict."""
+    s, verdict = report.summary(), report.verdict()
+    means = walking_means(report.gait, report.config.gait)
+    walkers = bool(means.command_speed[0] > 0)  # 0: no env was commanded to walk
+    mean = lambda v: float(v[0]) if walkers else float("nan")  # noqa: E731
+    return {"iteration": iteration, "env_steps": env_steps, "train_s": train_s, "fall_rate": s["fall_rate"],
+            "air_time_s": mean(means.mean_air_time_s), "step_frequency_hz": mean(means.step_frequency_hz),
+            "double_support": mean(means.double_support_ratio),
+            "tracking_error": s["mean_velocity_tracking_error"], "verdict": verdict, "falls": falls(report)}
+
+
+def print_row(row: dict) -> dict:
+    """Print ``row`` as a table line, and the first five envs that fell; return it."""
+    verdict = row["verdict"]
+    failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
+    print(f"{row['iteration']:>9}  {row['env_steps']:>11}  {row['train_s']:>8.0f}  {row['fall_rate']:>6.1%}  "
+          f"{row['air_time_s']:>6.3f}  {row['step_frequency_hz']:>8.2f}  {row['double_support']:>8.2f}  "
+          f"{row['tracking_error']:>9.3f}  " + ("ACCEPTED" if verdict["accepted"] else "rejected: " + ", ".join(failed)),
+          flush=True)
+    for fall in row["falls"][:5]:
+        print(f"{'':>11}fell: env {fall['env']}, command {fall['command']}, {fall['cause']} at {fall['time_s']:.2f} s"
+              f" (training rule: {fall['training_rule']})", flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", help="a run's log dir (model_<it>.pt, metrics.jsonl), or one checkpoint file")
@@ -94,34 +129,15 @@ def main() -> None:
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=commands))
     obs = env.reset(seed=args.seed)
 
-    header = (f"{'iteration':>9}  {'env steps':>11}  {'train s':>8}  {'fall':>6}  {'air s':>6}  {'steps Hz':>8}  "
-              f"{'dsupport':>8}  {'track err':>9}  verdict")
     print(f"{run_dir}: {args.backend} ({device}), {args.num_envs} envs, {args.horizon_s:g} s, seed {args.seed}, "
           f"command {args.command}")
-    print(header)
-    print("-" * len(header))
+    print_header()
     rows = []
     for it, path in checkpoints(run_dir, args.every, args.iterations):
         report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, obs, env.num_actions))
-        s, verdict = report.summary(), report.verdict()
-        means = walking_means(report.gait, report.config.gait)
-        walkers = bool(means.command_speed[0] > 0)  # 0: no env was commanded to walk
-        mean = lambda v: float(v[0]) if walkers else float("nan")  # noqa: E731
         if it not in progress:
             progress[it] = (int(checkpoint.read(path)["total_steps"]), float("nan"))
-        steps, seconds = progress[it]
-        row = {"iteration": it, "env_steps": steps, "train_s": seconds, "fall_rate": s["fall_rate"],
-               "air_time_s": mean(means.mean_air_time_s), "step_frequency_hz": mean(means.step_frequency_hz),
-               "double_support": mean(means.double_support_ratio),
-               "tracking_error": s["mean_velocity_tracking_error"], "verdict": verdict, "falls": falls(report)}
-        rows.append(row)
-        failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
-        print(f"{it:>9}  {steps:>11}  {seconds:>8.0f}  {row['fall_rate']:>6.1%}  {row['air_time_s']:>6.3f}  "
-              f"{row['step_frequency_hz']:>8.2f}  {row['double_support']:>8.2f}  {row['tracking_error']:>9.3f}  "
-              + ("ACCEPTED" if verdict["accepted"] else "rejected: " + ", ".join(failed)), flush=True)
-        for fall in row["falls"][:5]:
-            print(f"{'':>11}fell: env {fall['env']}, command {fall['command']}, {fall['cause']} at {fall['time_s']:.2f} s"
-                  f" (training rule: {fall['training_rule']})", flush=True)
+        rows.append(print_row(acceptance_row(report, it, *progress[it])))
     if args.json:
         Path(args.json).write_text(json.dumps({"run_dir": str(run_dir), "args": vars(args), "rows": rows}, indent=1))
 

@@ -34,15 +34,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult
 from ppo_bootstrap.episode import done_mask
+
+if TYPE_CHECKING:  # pyarrow (the eval extra) is imported where a dataset is written or read, so
+    import pyarrow as pa  # the evaluator runs without it
+    import pyarrow.parquet as pq
 
 FORMAT = "ppo_bootstrap.episodes/1"
 
@@ -53,6 +55,7 @@ def _column_name(prefix: str, group: str) -> str:
 
 def _fixed_list(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """``[R, D]`` float array as a fixed-size list column; ``mask`` ``[R]`` marks null rows."""
+    import pyarrow as pa
     flat = pa.array(np.ascontiguousarray(values, dtype=np.float32).reshape(-1))
     return pa.FixedSizeListArray.from_arrays(flat, values.shape[1], mask=None if mask is None else pa.array(mask))
 
@@ -172,6 +175,7 @@ class EpisodeDatasetWriter:
     # -- writing --------------------------------------------------------------------------------
 
     def _table(self, chunks: list[dict[str, Any]]) -> pa.Table:
+        import pyarrow as pa
         def cat(key: str) -> np.ndarray:
             return np.concatenate([c[key] for c in chunks])
 
@@ -194,6 +198,7 @@ class EpisodeDatasetWriter:
         return table.replace_schema_metadata({"episodes": json.dumps(self.metadata)})
 
     def _flush(self) -> None:
+        import pyarrow.parquet as pq
         if not self._buffer:
             return
         table = self._table(self._buffer)
@@ -276,6 +281,7 @@ class Episode:
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    import pyarrow.parquet as pq
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(b"episodes", b"{}"))
 
@@ -288,6 +294,8 @@ def _matrix(column: pa.ChunkedArray) -> np.ndarray:
 
 def read_episodes(path: str | os.PathLike) -> list[Episode]:
     """Every episode of the file, whole and sorted by ``episode_id``; raises ``ValueError`` on a broken boundary."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     table = pq.read_table(path)
     order = np.lexsort((table["step"].to_numpy(), table["episode_id"].to_numpy()))
     table = table.take(pa.array(order))

@@ -76,6 +76,7 @@ class G1WalkProbe:
         self.evaluation_rule = evaluation_thresholds(self.task.task_cfg)
 
     def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
+        self.task.set_commands(None)  # an earlier evaluation's held commands must not outlive it
         self.task.generator.manual_seed(seed)  # spawn noise and sampled commands follow the seed
         obs = self.env.reset()
         return self.task.set_commands(commands) if commands is not None else obs

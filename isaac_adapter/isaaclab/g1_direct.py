@@ -132,7 +132,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
         d, ids, feet = self.robot.data, self._joint_ids, self._foot_ids
         quat_xyzw = _torch(d.root_link_quat_w)
-        mass = _torch(d.body_mass)  # [N, B]
+        mass = _torch(d.body_mass).to(self.device)  # [N, B]
         com = (_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         origins = self.scene.env_origins
         forces = _torch(self.feet_contact.data.net_forces_w)[:, self._contact_ids]  # [N, F, 3]

@@ -1,0 +1,399 @@
+"""The G1 on Isaac Lab 3 (kit-less, Newton / MuJoCo-Warp) trained through ppo_bootstrap, and beside rsl-rl-lib.
+
+    python benchmarks/isaaclab_g1.py direct --num-envs 4096 --deadline-s 540 --out runs/isaac
+    python benchmarks/isaaclab_g1.py flat --num-envs 4096 --iterations 150 --out runs/isaac
+    python benchmarks/isaaclab_g1.py table runs/isaac                     # the tables of BENCHMARKS.md
+
+Needs Isaac Lab 3.0 (Python 3.12) and ``ISAACSIM_ASSET_ROOT`` pointing at the asset root that
+``python -m isaac_adapter.isaaclab.assets`` builds. One process builds one Isaac Lab env (Isaac Lab
+allows one simulation per process), so each phase trains and judges on the env it built.
+
+``direct``: the project's G1 task (gait-clock variant) as ``G1WalkDirectEnv`` through
+``IsaacLabVecEnv`` + ``Runner``. First the checkpoints named by ``--judge`` are evaluated on it (the
+MuJoCo-trained policy, judged on Isaac Lab); then it trains until ``--iterations`` or
+``--deadline-s`` (seconds since launch, compile included), with a checkpoint every
+``--save-interval``; then the project's evaluator judges every ``--every``-th checkpoint with the
+forward command and the last one also with the task's mixed commands (15 s, falls at 0.60 m, gait
+acceptance); last, the root pose and joints of 4 envs walking at 0.5 m/s for 6 s are saved
+(``clip.pt``) so that a MuJoCo renderer can replay the Isaac Lab rollout.
+
+``flat``: Isaac Lab's own ``Isaac-Velocity-Flat-G1`` with its five overrides for the local G1. The
+same env, GPU and seed train twice, with the task's registered rsl_rl recipe
+(``G1FlatPPORunnerCfg``): through ``Runner`` (the recipe's hyper-parameters mapped onto
+``PPOConfig`` / ``PolicyConfig``), then through rsl-rl-lib's ``OnPolicyRunner``. Before each, every
+env's episode clock is set to the same random value (rsl_rl's ``init_at_random_ep_len``). Per
+iteration both log the same quantities, measured the same way: wall, collection and update seconds,
+and the mean return and length of the episodes that ended in it.
+
+Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+import torch
+
+T0 = time.perf_counter()
+
+
+def elapsed() -> float:
+    return time.perf_counter() - T0
+
+
+def log(msg: str) -> None:
+    print(f"[{elapsed():7.1f} s] {msg}", flush=True)
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+# -- direct --------------------------------------------------------------------------------------
+
+
+def run_direct(args: argparse.Namespace) -> dict[str, Any]:
+    from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
+
+    from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
+    from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+    from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+    from isaac_adapter.tasks.g1_walk.config import walk_config
+
+    from g1_acceptance import acceptance_row, print_header, print_row
+
+    out = Path(args.out)
+    run_dir = out / "direct_run"
+    task = walk_config(True, num_envs=args.num_envs, seed=args.seed, device=args.device)
+    t = elapsed()
+    env = make_g1_direct_env(task)
+    obs = env.reset()
+    sync()
+    result: dict[str, Any] = {"num_envs": args.num_envs, "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+                              "build_s": round(elapsed() - t, 1), "judged": [], "rows": []}
+    log(f"G1WalkDirectEnv built: {args.num_envs} envs in {result['build_s']} s; obs {({k: tuple(v.shape) for k, v in obs.items()})}")
+
+    probe = G1WalkProbe(env, env.unwrapped)
+
+    def judge(path: Path, iteration: int, steps: int, train_s: float, command: Any) -> dict:
+        evaluator = Evaluator(probe, EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=command))
+        with torch.no_grad():
+            report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions))
+        row = acceptance_row(report, iteration, steps, train_s)
+        row["command"] = "env" if command is None else list(command)
+        row["checkpoint"] = str(path)
+        return print_row(row)
+
+    forward = (0.5, 0.0, 0.0)
+    for path in args.judge:
+        log(f"judging {path} on Isaac Lab (forward 0.5 m/s, then mixed commands)")
+        print_header()
+        for command in (forward, None):
+            result["judged"].append(judge(Path(path), -1, 0, float("nan"), command))
+
+    cfg = RunnerConfig(
+        num_steps_per_env=24, save_interval=args.save_interval, log_dir=str(run_dir), seed=args.seed,
+        validate_env_output=False, console=False,
+        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap),
+        policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
+    )
+    runner = Runner(env, cfg)
+    budget = args.deadline_s - args.eval_reserve_s - elapsed()
+    log(f"training until iteration {args.iterations} or for {budget:.0f} s")
+    train_start = elapsed()
+    # the Runner's own clean stop: SIGTERM ends the iteration in progress and writes its checkpoint
+    alarm = threading.Timer(max(budget, 1.0), os.kill, (os.getpid(), signal.SIGTERM))
+    if math.isfinite(budget):
+        alarm.start()
+    try:
+        runner.learn(args.iterations)
+    finally:
+        alarm.cancel()
+    s = runner.last_stats
+    log(f"stopped at iteration {runner.iteration}: {s['perf/steps_per_s']:,.0f} steps/s, "
+        f"return {s.get('episodes/mean_return', float('nan')):.2f}, length {s.get('episodes/mean_length', float('nan')):.0f}")
+    result["train_wall_s"] = round(elapsed() - train_start, 1)
+    result["iterations"] = runner.iteration
+
+    from ppo_bootstrap.runner import read_metrics
+
+    metrics = read_metrics(run_dir)
+    result["curve"] = [{k: r.get(k) for k in ("iteration", "total_steps", "train_s", "perf/steps_per_s",
+                                              "perf/collection_s", "perf/learning_s", "episodes/mean_return",
+                                              "episodes/mean_length", "episodes/terminated", "episodes/truncated_only",
+                                              "timeout_bootstrap/mean")} for r in metrics]
+    progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in metrics}
+    saved = sorted(int(p.stem.split("_")[1]) for p in run_dir.glob("model_*.pt"))
+    chosen = [it for it in saved if it % args.every == 0 or it == saved[-1]]
+    log(f"judging checkpoints {chosen} (forward 0.5 m/s), the last also with mixed commands")
+    print_header()
+    for it in chosen:
+        if elapsed() > args.deadline_s and it != saved[-1]:
+            continue
+        steps, seconds = progress.get(it, (0, float("nan")))
+        result["rows"].append(judge(run_dir / f"model_{it}.pt", it, steps, seconds, forward))
+    steps, seconds = progress.get(saved[-1], (0, float("nan")))
+    result["rows"].append(judge(run_dir / f"model_{saved[-1]}.pt", saved[-1], steps, seconds, None))
+
+    result["clip"] = record_clip(env, run_dir / f"model_{saved[-1]}.pt", out / "clip.pt", seconds=6.0)
+    return result
+
+
+@torch.no_grad()
+def record_clip(env: Any, checkpoint_path: Path, path: Path, seconds: float, envs: int = 4) -> str:
+    """Roll ``checkpoint_path`` out at 0.5 m/s forward and save the first ``envs`` envs' root position,
+    quaternion ``(w, x, y, z)`` and joints (task order) per policy step: ``{"qpos": [T, envs, 7 + J], "dt"}``."""
+    from isaac_adapter.evaluation import ActorCriticPolicy
+
+    task = env.unwrapped
+    task.generator.manual_seed(0)
+    env.reset()
+    obs = task.set_commands(torch.tensor([0.5, 0.0, 0.0]))
+    policy = ActorCriticPolicy.from_checkpoint(checkpoint_path, obs, env.num_actions)
+    frames = []
+    for _ in range(round(seconds / task.task_cfg.policy_dt)):
+        res = env.step(policy(obs))
+        policy.reset(res.terminated | res.truncated)
+        obs = res.obs
+        s = task.state
+        frames.append(torch.cat([s.root_pos_w, s.root_quat_w, s.joint_pos], dim=-1)[:envs].cpu())
+    torch.save({"qpos": torch.stack(frames), "dt": task.task_cfg.policy_dt, "command": [0.5, 0.0, 0.0]}, path)
+    log(f"saved {len(frames)} frames of {envs} envs to {path}")
+    return str(path)
+
+
+# -- flat ----------------------------------------------------------------------------------------
+
+
+def randomize_episode_clocks(env: Any, seed: int) -> None:
+    """Every env's episode step set to a random value below the limit (rsl_rl's ``init_at_random_ep_len``),
+    the same values for every trainer."""
+    base = env.unwrapped
+    g = torch.Generator().manual_seed(seed)
+    clocks = torch.randint(0, int(base.max_episode_length), (base.num_envs,), generator=g)
+    base.episode_length_buf[:] = clocks.to(base.episode_length_buf.device)
+
+
+def ppo_config_from_rsl_rl(agent: Any) -> tuple[Any, Any, int]:
+    """``(PPOConfig, PolicyConfig, num_steps_per_env)`` with the rsl_rl recipe's numbers."""
+    from ppo_bootstrap import PolicyConfig, PPOConfig
+
+    a, actor = agent.algorithm, agent.actor
+    ppo = PPOConfig(
+        num_learning_epochs=a.num_learning_epochs, num_mini_batches=a.num_mini_batches, clip_param=a.clip_param,
+        gamma=a.gamma, lam=a.lam, value_loss_coef=a.value_loss_coef, use_clipped_value_loss=a.use_clipped_value_loss,
+        entropy_coef=a.entropy_coef, learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm,
+        schedule=a.schedule, desired_kl=a.desired_kl,
+    )
+    std = getattr(getattr(actor, "distribution_cfg", None), "init_std", None) or getattr(actor, "init_noise_std", 1.0)
+    policy = PolicyConfig(actor_hidden=tuple(actor.hidden_dims), critic_hidden=tuple(agent.critic.hidden_dims),
+                          activation=actor.activation, init_noise_std=float(std),
+                          obs_normalization=bool(actor.obs_normalization))
+    return ppo, policy, int(agent.num_steps_per_env)
+
+
+class EpisodeMeter:
+    """Returns and lengths of the episodes that end, summed on the device (no host sync per step)."""
+
+    def __init__(self, num_envs: int, device: Any) -> None:
+        self.ret = torch.zeros(num_envs, device=device)
+        self.len = torch.zeros(num_envs, device=device)
+        self.sums = torch.zeros(3, device=device)  # ended, return, length
+
+    def add(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        self.ret += reward
+        self.len += 1
+        d = done.float()
+        self.sums += torch.stack([d.sum(), (self.ret * d).sum(), (self.len * d).sum()])
+        self.ret *= 1 - d
+        self.len *= 1 - d
+
+    def take(self) -> tuple[float, float, int]:
+        ended, ret, length = self.sums.tolist()
+        self.sums.zero_()
+        return (ret / ended, length / ended, int(ended)) if ended else (float("nan"), float("nan"), 0)
+
+
+def run_flat(args: argparse.Namespace) -> dict[str, Any]:
+    from ppo_bootstrap import Runner, RunnerConfig
+
+    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
+
+    t = elapsed()
+    env = make_velocity_g1_env(args.task, num_envs=args.num_envs, device=args.device)
+    env.reset()
+    sync()
+    result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
+                              "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "trainers": {}}
+    log(f"{args.task} built: {args.num_envs} envs in {result['build_s']} s")
+
+    from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
+    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+    version = check_rsl_rl_version()
+    agent = load_cfg_from_registry(args.task, "rsl_rl_cfg_entry_point")
+    agent.device = args.device
+    agent.seed = args.seed
+    agent = handle_deprecated_rsl_rl_cfg(agent, version)
+    ppo, policy, steps = ppo_config_from_rsl_rl(agent)
+    n = args.num_envs
+
+    # -- ppo_bootstrap: the same recipe through Runner
+    runner = Runner(env, RunnerConfig(num_steps_per_env=steps, save_interval=0, log_dir=str(Path(args.out) / "flat_ppo_bootstrap"),
+                                      seed=args.seed, validate_env_output=False, console=False, ppo=ppo, policy=policy))
+    randomize_episode_clocks(env, args.seed)  # after the Runner's reset
+    rows = []
+    for _ in range(args.iterations):
+        sync()
+        w0 = time.perf_counter()
+        runner.learn(1)
+        sync()
+        s = runner.last_stats
+        rows.append({"it": runner.iteration, "wall_s": time.perf_counter() - w0, "collect_s": s["perf/collection_s"],
+                     "learn_s": s["perf/learning_s"], "return": s.get("episodes/mean_return", float("nan")),
+                     "length": s.get("episodes/mean_length", float("nan")), "ended": int(s["episodes/ended"]),
+                     "timeouts": int(s["episodes/truncated_only"]), "timeout_bootstrap": s["timeout_bootstrap/mean"]})
+        if runner.iteration % 10 == 0:
+            log(f"ppo_bootstrap it {runner.iteration}: {rows[-1]['wall_s']:.3f} s, return {rows[-1]['return']:.2f}, length {rows[-1]['length']:.0f}")
+    result["trainers"]["ppo_bootstrap"] = {"rows": rows, "steps_per_env": steps,
+                                           "network": f"{policy.actor_hidden}, obs norm {policy.obs_normalization}"}
+    del runner
+
+    # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner
+    base = env.unwrapped
+    base.reset()
+    torch.manual_seed(args.seed)
+
+    class Metered(RslRlVecEnvWrapper):
+        def step(self, actions):  # noqa: ANN001, ANN202
+            obs, rew, dones, extras = super().step(actions)
+            meter.add(rew, dones.bool())
+            return obs, rew, dones, extras
+
+    meter = EpisodeMeter(n, base.device)
+    wrapped = Metered(base, clip_actions=agent.clip_actions)
+    rsl = create_rsl_rl_runner(wrapped, agent, log_dir=None)
+    rsl_rows: list[dict[str, Any]] = []
+    clock = {"t": time.perf_counter()}
+
+    def hook(it: int, collect_time: float, learn_time: float, **_: Any) -> None:
+        sync()
+        now = time.perf_counter()
+        ret, length, ended = meter.take()
+        rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
+                         "return": ret, "length": length, "ended": ended})
+        clock["t"] = now
+        if (it + 1) % 10 == 0:
+            log(f"rsl_rl it {it + 1}: {rsl_rows[-1]['wall_s']:.3f} s, return {ret:.2f}, length {length:.0f}")
+
+    rsl.logger.log = hook
+    randomize_episode_clocks(wrapped, args.seed)
+    clock["t"] = time.perf_counter()
+    rsl.learn(args.iterations, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
+    result["trainers"]["rsl_rl"] = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
+                                    "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
+    return result
+
+
+# -- table ---------------------------------------------------------------------------------------
+
+
+def median(rows: list[dict], key: str) -> float:
+    values = [r[key] for r in rows[1:] if r.get(key) is not None and not math.isnan(r[key])]  # the first has compile/warm-up
+    return statistics.median(values) if values else float("nan")
+
+
+def last_mean(rows: list[dict], key: str, k: int = 10) -> float:
+    values = [r[key] for r in rows[-k:] if r.get(key) is not None and not math.isnan(r[key])]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def print_tables(out: Path) -> None:
+    flat = out / "flat.json"
+    if flat.exists():
+        res = json.loads(flat.read_text())
+        n = res["num_envs"]
+        print(f"{res['task']}, {n} envs, {res['device']}, build {res['build_s']} s")
+        print("| trainer | network | iterations | wall s/it | collect s | update s | env-steps/s | return (last 10) | length (last 10) |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name, tr in res["trainers"].items():
+            rows, steps = tr["rows"], tr["steps_per_env"]
+            wall = median(rows, "wall_s")
+            print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median(rows, 'collect_s'):.3f} | "
+                  f"{median(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
+                  f"{last_mean(rows, 'length'):.0f} |")
+        print("\ncurve (every 10th iteration): it, return / length per trainer")
+        names = list(res["trainers"])
+        for i in range(9, max(len(t["rows"]) for t in res["trainers"].values()), 10):
+            cells = []
+            for name in names:
+                rows = res["trainers"][name]["rows"]
+                cells.append(f"{rows[i]['return']:7.2f} / {rows[i]['length']:5.0f}" if i < len(rows) else "")
+            print(f"{i + 1:>5}  " + "  ".join(f"{name}: {c}" for name, c in zip(names, cells)))
+    direct = out / "direct.json"
+    if direct.exists():
+        res = json.loads(direct.read_text())
+        print(f"\nG1WalkDirectEnv (gait clock), {res['num_envs']} envs, {res['device']}, build {res['build_s']} s, "
+              f"{res['iterations']} iterations in {res['train_wall_s']} s of training wall time")
+        curve = res["curve"]
+        print(f"median {median(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
+              f"{median([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
+        print("| checkpoint | command | env steps | train s | falls at 0.60 m | air time s | steps Hz | double support | tracking error m/s | verdict |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for row in res["judged"] + res["rows"]:
+            name = Path(row["checkpoint"]).name if row["iteration"] < 0 else f"it {row['iteration']}"
+            print(f"| {name} | {row['command']} | {row['env_steps']:,} | {row['train_s']:.0f} | {row['fall_rate']:.1%} | "
+                  f"{row['air_time_s']:.3f} | {row['step_frequency_hz']:.2f} | {row['double_support']:.2f} | "
+                  f"{row['tracking_error']:.3f} | {'accepted' if row['verdict']['accepted'] else 'rejected'} |")
+        print("\ncurve (every 50th iteration): it, env steps, return, episode length, mean timeout bootstrap")
+        for r in curve:
+            if r["iteration"] % 50 == 0 or r is curve[-1]:
+                print(f"{r['iteration']:>5} {r['total_steps']:>11,} {r['episodes/mean_return'] or float('nan'):8.2f} "
+                      f"{r['episodes/mean_length'] or float('nan'):6.0f} {r['timeout_bootstrap/mean']:6.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phase", choices=("direct", "flat", "table"))
+    parser.add_argument("out", nargs="?", default=None, help="table: the folder with the phases' JSON")
+    parser.add_argument("--out", dest="out_dir", default="runs/isaaclab_g1")
+    parser.add_argument("--num-envs", type=int, default=4096)
+    parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--iterations", type=int, default=1500)
+    parser.add_argument("--deadline-s", type=float, default=math.inf, help="direct: stop training this long after launch")
+    parser.add_argument("--eval-reserve-s", type=float, default=90.0, help="direct: seconds kept for judging before the deadline")
+    parser.add_argument("--save-interval", type=int, default=50)
+    parser.add_argument("--every", type=int, default=100, help="direct: judge every this many iterations")
+    parser.add_argument("--horizon-s", type=float, default=15.0)
+    parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
+    parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")
+    parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
+    args = parser.parse_args()
+    if args.phase == "table":
+        print_tables(Path(args.out or args.out_dir))
+        return
+    args.out = args.out_dir
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    result = run_direct(args) if args.phase == "direct" else run_flat(args)
+    result["args"] = {k: v for k, v in vars(args).items() if k not in ("out_dir",)}
+    result["total_wall_s"] = round(elapsed(), 1)
+    (Path(args.out) / f"{args.phase}.json").write_text(json.dumps(result, indent=1, default=str))
+    log(f"wrote {Path(args.out) / f'{args.phase}.json'}")
+    print_tables(Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
