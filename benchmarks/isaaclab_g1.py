@@ -20,7 +20,9 @@ acceptance); last, the root pose and joints of 4 envs walking at 0.5 m/s for 6 s
 ``flat``: Isaac Lab's own ``Isaac-Velocity-Flat-G1`` with its five overrides for the local G1. The
 same env, GPU and seed train twice, with the task's registered rsl_rl recipe
 (``G1FlatPPORunnerCfg``): through ``Runner`` (the recipe's hyper-parameters mapped onto
-``PPOConfig`` / ``PolicyConfig``), then through rsl-rl-lib's ``OnPolicyRunner``. Before each, every
+``PPOConfig`` / ``PolicyConfig``), whose last policy the project's evaluator then judges on the
+task (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`), then through rsl-rl-lib's
+``OnPolicyRunner`` (``--rsl-iterations``). Before each, every
 env's episode clock is set to the same random value (rsl_rl's ``init_at_random_ep_len``). Per
 iteration both log the same quantities, measured the same way: wall, collection and update seconds,
 and the mean return and length of the episodes that ended in it.
@@ -109,17 +111,8 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
     runner = Runner(env, cfg)
-    budget = args.deadline_s - args.eval_reserve_s - elapsed()
-    log(f"training until iteration {args.iterations} or for {budget:.0f} s")
     train_start = elapsed()
-    # the Runner's own clean stop: SIGTERM ends the iteration in progress and writes its checkpoint
-    alarm = threading.Timer(max(budget, 1.0), os.kill, (os.getpid(), signal.SIGTERM))
-    if math.isfinite(budget):
-        alarm.start()
-    try:
-        runner.learn(args.iterations)
-    finally:
-        alarm.cancel()
+    learn_until_deadline(runner, args)
     s = runner.last_stats
     log(f"stopped at iteration {runner.iteration}: {s['perf/steps_per_s']:,.0f} steps/s, "
         f"return {s.get('episodes/mean_return', float('nan')):.2f}, length {s.get('episodes/mean_length', float('nan')):.0f}")
@@ -148,6 +141,20 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
 
     result["clip"] = record_clip(env, run_dir / f"model_{saved[-1]}.pt", out / "clip.pt", seconds=6.0)
     return result
+
+
+def learn_until_deadline(runner: Any, args: argparse.Namespace) -> None:
+    """``runner.learn(args.iterations)``, stopped ``args.eval_reserve_s`` before ``args.deadline_s`` by
+    the Runner's own clean stop: SIGTERM ends the iteration in progress and writes its checkpoint."""
+    budget = args.deadline_s - args.eval_reserve_s - elapsed()
+    log(f"training until iteration {args.iterations} or for {budget:.0f} s")
+    alarm = threading.Timer(max(budget, 1.0), os.kill, (os.getpid(), signal.SIGTERM))
+    if math.isfinite(budget):
+        alarm.start()
+    try:
+        runner.learn(args.iterations)
+    finally:
+        alarm.cancel()
 
 
 @torch.no_grad()
@@ -250,25 +257,25 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     n = args.num_envs
 
     # -- ppo_bootstrap: the same recipe through Runner
-    runner = Runner(env, RunnerConfig(num_steps_per_env=steps, save_interval=0, log_dir=str(Path(args.out) / "flat_ppo_bootstrap"),
+    run_dir = Path(args.out) / "flat_ppo_bootstrap"
+    runner = Runner(env, RunnerConfig(num_steps_per_env=steps, save_interval=0, log_dir=str(run_dir),
                                       seed=args.seed, validate_env_output=False, console=False, ppo=ppo, policy=policy))
     randomize_episode_clocks(env, args.seed)  # after the Runner's reset
-    rows = []
-    for _ in range(args.iterations):
-        sync()
-        w0 = time.perf_counter()
-        runner.learn(1)
-        sync()
-        s = runner.last_stats
-        rows.append({"it": runner.iteration, "wall_s": time.perf_counter() - w0, "collect_s": s["perf/collection_s"],
-                     "learn_s": s["perf/learning_s"], "return": s.get("episodes/mean_return", float("nan")),
-                     "length": s.get("episodes/mean_length", float("nan")), "ended": int(s["episodes/ended"]),
-                     "timeouts": int(s["episodes/truncated_only"]), "timeout_bootstrap": s["timeout_bootstrap/mean"]})
-        if runner.iteration % 10 == 0:
-            log(f"ppo_bootstrap it {runner.iteration}: {rows[-1]['wall_s']:.3f} s, return {rows[-1]['return']:.2f}, length {rows[-1]['length']:.0f}")
+    learn_until_deadline(runner, args)
+    from ppo_bootstrap.runner import read_metrics
+
+    rows = [{"it": int(r["iteration"]), "wall_s": r["perf/collection_s"] + r["perf/learning_s"],
+             "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
+             "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
+             "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
+             "timeout_bootstrap": r["timeout_bootstrap/mean"]} for r in read_metrics(run_dir)]
+    log(f"ppo_bootstrap: {runner.iteration} iterations, return {rows[-1]['return']:.2f}, length {rows[-1]['length']:.0f}")
     result["trainers"]["ppo_bootstrap"] = {"rows": rows, "steps_per_env": steps,
                                            "network": f"{policy.actor_hidden}, obs norm {policy.obs_normalization}"}
+    result["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
     del runner
+    if not args.rsl_iterations:
+        return result
 
     # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner
     base = env.unwrapped
@@ -300,10 +307,35 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rsl.logger.log = hook
     randomize_episode_clocks(wrapped, args.seed)
     clock["t"] = time.perf_counter()
-    rsl.learn(args.iterations, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
+    rsl.learn(args.rsl_iterations, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
     result["trainers"]["rsl_rl"] = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
                                     "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
     return result
+
+
+def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> list[dict]:
+    """The project's evaluator on the velocity task: forward 0.5 m/s, then the task's own commands."""
+    from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
+    from isaac_adapter.evaluation.velocity_probe import IsaacVelocityProbe
+
+    from g1_acceptance import acceptance_row, print_header, print_row
+
+    probe = IsaacVelocityProbe(env)
+    rows = []
+    print_header()
+    try:
+        for command in ((0.5, 0.0, 0.0), None):
+            evaluator = Evaluator(probe, EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=command))
+            with torch.no_grad():
+                report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions))
+            ckpt = torch.load(path, map_location="cpu", weights_only=False)
+            row = acceptance_row(report, int(ckpt["iteration"]), int(ckpt["total_steps"]), float("nan"))
+            row["command"] = "env" if command is None else list(command)
+            row["checkpoint"] = str(path)
+            rows.append(print_row(row))
+    finally:
+        probe.close()
+    return rows
 
 
 # -- table ---------------------------------------------------------------------------------------
@@ -333,6 +365,11 @@ def print_tables(out: Path) -> None:
             print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median(rows, 'collect_s'):.3f} | "
                   f"{median(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
                   f"{last_mean(rows, 'length'):.0f} |")
+        for row in res.get("judged", []):
+            print(f"Runner's policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}, "
+                  f"air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
+                  f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
+                  f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
         print("\ncurve (every 10th iteration): it, return / length per trainer")
         names = list(res["trainers"])
         for i in range(9, max(len(t["rows"]) for t in res["trainers"].values()), 10):
@@ -349,11 +386,11 @@ def print_tables(out: Path) -> None:
         curve = res["curve"]
         print(f"median {median(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
               f"{median([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
-        print("| checkpoint | command | env steps | train s | falls at 0.60 m | air time s | steps Hz | double support | tracking error m/s | verdict |")
+        print("| checkpoint | command | env steps | train s | falls at 0.60 m (envs) | air time s | steps Hz | double support | tracking error m/s | verdict |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for row in res["judged"] + res["rows"]:
             name = Path(row["checkpoint"]).name if row["iteration"] < 0 else f"it {row['iteration']}"
-            print(f"| {name} | {row['command']} | {row['env_steps']:,} | {row['train_s']:.0f} | {row['fall_rate']:.1%} | "
+            print(f"| {name} | {row['command']} | {row['env_steps']:,} | {row['train_s']:.0f} | {row['fall_rate']:.2%} ({len(row['falls'])}) | "
                   f"{row['air_time_s']:.3f} | {row['step_frequency_hz']:.2f} | {row['double_support']:.2f} | "
                   f"{row['tracking_error']:.3f} | {'accepted' if row['verdict']['accepted'] else 'rejected'} |")
         print("\ncurve (every 50th iteration): it, env steps, return, episode length, mean timeout bootstrap")
@@ -372,19 +409,22 @@ def main() -> None:
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--iterations", type=int, default=1500)
-    parser.add_argument("--deadline-s", type=float, default=math.inf, help="direct: stop training this long after launch")
-    parser.add_argument("--eval-reserve-s", type=float, default=90.0, help="direct: seconds kept for judging before the deadline")
+    parser.add_argument("--deadline-s", type=float, default=math.inf, help="stop training this long after launch")
+    parser.add_argument("--eval-reserve-s", type=float, default=90.0, help="seconds kept for judging before the deadline")
     parser.add_argument("--save-interval", type=int, default=50)
     parser.add_argument("--every", type=int, default=100, help="direct: judge every this many iterations")
     parser.add_argument("--horizon-s", type=float, default=15.0)
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
+    parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
     args = parser.parse_args()
     if args.phase == "table":
         print_tables(Path(args.out or args.out_dir))
         return
     args.out = args.out_dir
+    if args.rsl_iterations is None:
+        args.rsl_iterations = args.iterations
     Path(args.out).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     result = run_direct(args) if args.phase == "direct" else run_flat(args)

@@ -1,0 +1,116 @@
+"""The evaluator's view of Isaac Lab's manager-based velocity tasks (``Isaac-Velocity-*-G1``).
+
+Those tasks end an episode by their own terms (a torso contact, the time limit), not by the G1
+task's fall rule, so there is no training rule to reproduce (``training_rule`` is None) and the
+evaluation judges posture with the same thresholds as for the project's task (0.60 m, tilt 0.8
+after 0.4 s, lateral velocity 1.15 m/s after 0.7 s).
+
+What the probe reads, duck-typed (no Isaac Lab import): the articulation ``scene["robot"]``, the
+contact sensor ``scene["contact_forces"]`` on the feet, the command term ``base_velocity`` and the
+env's ``_reset_idx``, which it wraps so that the state of every env that ends is read before Isaac
+Lab resets it. Fixed commands are held by replacing the command term's resampling for the
+duration of the evaluation: every reset then draws the held command, never a standing or heading
+command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ppo_bootstrap.env import ObsGroups, StepResult
+
+from isaac_adapter.evaluation.judge import ThresholdSet
+from isaac_adapter.evaluation.trace import StepSample
+from isaac_adapter.tasks.g1_walk import terms
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, CAUSE_TRAIN_RULE
+
+FOOT_CONTACT_FORCE_N = 1.0
+
+
+def _torch(x: Any) -> torch.Tensor:
+    return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
+
+
+class IsaacVelocityProbe:
+    """:class:`~isaac_adapter.evaluation.evaluator.EvalProbe` of a manager-based Isaac Lab velocity task.
+
+    Args:
+        env: the task behind an :class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`.
+        feet: the foot bodies, regular expression, in the robot and in the contact sensor.
+        command_name: the velocity command term.
+    """
+
+    def __init__(self, env: Any, feet: str = ".*_ankle_roll_link", command_name: str = "base_velocity") -> None:
+        self.env = env
+        self.base = base = env.unwrapped
+        self.dt = float(base.step_dt)
+        self.cause_names = CAUSE_NAMES
+        self.training_rule = None
+        self.evaluation_rule = ThresholdSet(name="eval 0.60 m")
+        self.robot = base.scene["robot"]
+        self.sensor = base.scene["contact_forces"]
+        self._sensor_feet = self.sensor.find_bodies(feet)[0]
+        self.command_term = base.command_manager.get_term(command_name)
+        self._held: torch.Tensor | None = None
+        self._sample_command = self.command_term._resample_command
+        self.command_term._resample_command = self._resample
+        self._pre_reset: StepSample | None = None
+        self._reset_idx = base._reset_idx
+        base._reset_idx = self._snapshot_then_reset  # an instance attribute, found before the class's method
+
+    def _resample(self, env_ids: Any) -> None:
+        self._sample_command(env_ids)
+        if self._held is not None:  # held commands: no standing, no heading control
+            term = self.command_term
+            term.vel_command_b[env_ids] = self._held[env_ids]
+            term.is_standing_env[env_ids] = False
+            if hasattr(term, "is_heading_env"):
+                term.is_heading_env[env_ids] = False
+
+    def _snapshot_then_reset(self, env_ids: Any, *args: Any, **kwargs: Any) -> Any:
+        self._pre_reset = self._read(torch.zeros(self.base.num_envs, dtype=torch.long, device=self.base.device))
+        return self._reset_idx(env_ids, *args, **kwargs)
+
+    def _read(self, cause: torch.Tensor) -> StepSample:
+        d = self.robot.data
+        quat = _torch(d.root_link_quat_w)[:, [3, 0, 1, 2]]  # Isaac Lab 3: (x, y, z, w)
+        forces = _torch(self.sensor.data.net_forces_w)[:, self._sensor_feet]
+        return StepSample(
+            root_pos_w=_torch(d.root_link_pos_w) - self.base.scene.env_origins,
+            tilt_xy=terms.tilt_xy(terms.projected_gravity(quat)),
+            lin_vel_b=terms.to_body(quat, _torch(d.root_link_lin_vel_w)),
+            ang_vel_b=terms.to_body(quat, _torch(d.root_link_ang_vel_w)),
+            foot_contact=forces.norm(dim=-1) > FOOT_CONTACT_FORCE_N,
+            torque=_torch(self.robot.actuators.applied_effort).clone(),
+            command=self.command_term.command.clone(),
+            env_cause=cause,
+        )
+
+    def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
+        self.base.seed(seed)
+        n, device = self.base.num_envs, self.base.device
+        self._held = None if commands is None else torch.as_tensor(commands, dtype=torch.float32, device=device).expand(n, 3).clone()
+        return self.env.reset()
+
+    def current(self) -> StepSample:
+        return self._read(torch.zeros(self.base.num_envs, dtype=torch.long, device=self.base.device))
+
+    def after_step(self, result: StepResult) -> StepSample:
+        cause = torch.zeros(self.base.num_envs, dtype=torch.long, device=self.base.device)
+        cause[result.truncated] = CAUSE_TIMEOUT
+        cause[result.terminated] = CAUSE_TRAIN_RULE  # the task's own termination terms
+        sample = self._read(cause)
+        ended = result.final_env_ids.to(self.base.device)
+        if ended.numel() and self._pre_reset is not None:  # their live rows already show the respawn
+            for name in ("root_pos_w", "tilt_xy", "lin_vel_b", "ang_vel_b", "foot_contact", "torque", "command"):
+                getattr(sample, name)[ended] = getattr(self._pre_reset, name)[ended]
+        self._pre_reset = None
+        return sample
+
+    def close(self) -> None:
+        """Give the env its own reset and command sampling back."""
+        self.base._reset_idx = self._reset_idx
+        self.command_term._resample_command = self._sample_command
+        self._held = None
