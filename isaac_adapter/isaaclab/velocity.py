@@ -1,8 +1,8 @@
-"""Isaac Lab's own ``Isaac-Velocity-Flat-G1`` on the locally built G1 USD, adapted for ``Runner``.
+"""Isaac Lab's own ``Isaac-Velocity-Flat-G1`` and ``-Rough-G1`` on the locally built G1 USD, adapted for ``Runner``.
 
-Isaac Lab's G1 velocity task is written for the 37-DoF Isaac G1 USD from the asset server. On the
-29-DoF G1 that ``isaac_adapter.isaaclab.assets`` builds, five overrides make it run (each measured
-kit-less on Newton / MuJoCo-Warp, on CPU and on an H200):
+Isaac Lab's G1 velocity tasks are written for the 37-DoF Isaac G1 USD from the asset server. On the
+29-DoF G1 that ``isaac_adapter.isaaclab.assets`` builds, five overrides make the flat task run (each
+measured kit-less on Newton / MuJoCo-Warp, on CPU and on an H200), and a sixth the rough one:
 
 1. ``scene.robot``: the 29-DoF articulation (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg`);
 2. the arm and torso deviation rewards re-keyed to the 29 joint names, the finger term dropped;
@@ -10,7 +10,9 @@ kit-less on Newton / MuJoCo-Warp, on CPU and on an H200):
    so Isaac Lab's ``Robot/[^/]*`` matches none;
 4. no sky light (its HDR texture is a cloud path);
 5. ``nconmax`` 32 contacts per world: the task's 10 is sized for the Isaac G1's capsule feet, and
-   Newton warns that 44 contacts overflow the limit of 40 on this model.
+   Newton warns that 44 contacts overflow the limit of 40 on this model;
+6. rough task only: the height scanner on the nested torso body (``Robot/torso_link`` matches no body
+   here). Its generated terrain needs no asset. Run on CPU only so far.
 
 ``compute_final_obs`` is switched on so the adapter gets the true last observation of every ended
 env (:class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`).
@@ -24,6 +26,8 @@ from isaac_adapter.isaaclab.robot import asset_root, g1_articulation_cfg, requir
 
 TASKS = ("Isaac-Velocity-Flat-G1", "Isaac-Velocity-Rough-G1")
 NCONMAX = 32
+# the converted USD nests the bodies; Isaac Lab's G1 has the torso right under Robot/
+TORSO_IN_USD = "Geometry/pelvis/waist_yaw_link/waist_roll_link/torso_link"
 NJMAX = 200
 
 
@@ -58,6 +62,8 @@ def velocity_g1_env_cfg(
     rewards.joint_deviation_torso.params["asset_cfg"] = SceneEntityCfg("robot", joint_names="waist_.*_joint")
     rewards.joint_deviation_fingers = None
     cfg.scene.contact_forces.prim_path = "{ENV_REGEX_NS}/Robot/.*"
+    if getattr(cfg.scene, "height_scanner", None) is not None:  # the rough task scans from the torso
+        cfg.scene.height_scanner.prim_path = "{ENV_REGEX_NS}/Robot/" + TORSO_IN_USD
     cfg.scene.sky_light = None
     cfg.sim.physics.solver_cfg.nconmax = NCONMAX
     cfg.sim.physics.solver_cfg.njmax = NJMAX
