@@ -1,5 +1,6 @@
 """ppo_bootstrap: PPO for GPU-vectorized robot learning that never confuses a fall with a timeout."""
 
+from ppo_bootstrap.checkpoint import CheckpointError
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, VecEnv
 from ppo_bootstrap.episode import (
     EpisodeProtocolError,
@@ -22,6 +23,7 @@ __all__ = [
     "POLICY",
     "PPO",
     "ActorCritic",
+    "CheckpointError",
     "EpisodeProtocolError",
     "ObsGroups",
     "PPOConfig",

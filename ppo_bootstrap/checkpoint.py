@@ -1,41 +1,328 @@
-"""Checkpoint files: one place that writes them, reads them and rebuilds the policy they hold.
+"""Checkpoint files: one place that writes them, reads and checks them, and rebuilds the policy they hold.
 
 A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iteration``,
 ``total_steps``, ``world_size``, ``policy`` (the :class:`ActorCritic` state dict), ``ppo``
 (optimizer and learning rate), ``config`` (the ``RunnerConfig`` as a dict), the observations,
 recurrent states, episode accumulators, env state and RNG states. A policy-only file (what
-``docs/checkpoints`` ships) holds ``policy`` and ``config`` alone.
+``docs/checkpoints`` ships) holds ``policy`` and ``config`` (and ``iteration``, ``total_steps``).
+
+* Integrity: :func:`save_atomic` adds ``checksum``, BLAKE2b digests of every tensor and array (named
+  by their path, e.g. ``policy/actor.head.0.weight``) and one of every other value, computed on CPU
+  copies at save and again at :func:`read`. Files written before checksums load with a warning that
+  says "no checksum"; their tensors are checked against the CRC-32 torch wrote into the zip file.
+  Before anything is unpickled, :func:`read` checks the pickle's own bytes against theirs.
+* Values: the policy and optimizer tensors must be finite, at save and at read.
+* Errors: whatever is wrong with a file (empty, truncated, foreign bytes, not a checkpoint, an
+  incomplete one, a checksum mismatch, NaN or inf, a network of another shape) raises
+  :class:`CheckpointError`, one line naming the file and the problem. A missing file stays a
+  ``FileNotFoundError``.
+* Temporaries: a write goes through ``.<name>.tmp-<pid>`` beside the target; those that killed
+  writers left are removed at the next save (:func:`remove_stale_temporaries`), never one that a
+  live process is writing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import warnings
+import zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ppo_bootstrap.env import ObsGroups, POLICY, critic_obs
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 
+CHECKSUM = "checksum"
+RESUME_KEYS = ("iteration", "total_steps", "policy", "ppo", "config", "obs", "states",
+               "episode_return", "episode_length", "env", "rng")
+"""What a full checkpoint holds besides ``world_size`` and ``checksum``."""
+RNG_KEYS = ("torch", "cuda", "numpy", "python", "generator")
+_ZIP_MAGIC = b"PK\x03\x04"
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)$")
+_writing: set[Path] = set()  # temporaries this process is writing now
 
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message is one line naming the file and the problem."""
+
+    def __init__(self, path: str | os.PathLike, problem: str) -> None:
+        self.path = Path(path)
+        super().__init__(f"checkpoint {os.fspath(path)}: {problem}")
+
+
+# ------------------------------------------------------------------ writing
 def save_atomic(state: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write ``state`` to ``path`` through a temporary file, fsync and rename: a crash mid-save leaves
-    the previous file at ``path`` intact. Returns the path."""
+    """Write ``state`` and its checksum to ``path`` through a temporary file, fsync and rename: a
+    crash mid-save leaves the previous file at ``path`` intact. Temporaries that killed writers left
+    beside ``path`` are removed first. Returns the path.
+
+    Raises:
+        CheckpointError: a policy or optimizer tensor holds NaN or inf (nothing is written).
+    """
     path = Path(path)
+    bad = first_non_finite(_learned_tensors(state))
+    if bad is not None:
+        raise CheckpointError(path, f"not written: tensor {bad} holds NaN or inf")
+    state = {**state, CHECKSUM: checksum(state)}
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    _writing.add(tmp)
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # an error or a signal's exit mid-write: no temporary stays behind
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _writing.discard(tmp)
     return path
 
 
+def remove_stale_temporaries(directory: str | os.PathLike) -> list[Path]:
+    """Remove the ``.<name>.tmp-<pid>`` files in ``directory`` that interrupted writes left.
+
+    A file goes when its process no longer runs, or when its pid is this process's own (an earlier
+    process with the same pid, as in a restarted container) and this process is not writing it. A
+    file whose process runs is never touched. Pids are judged on this host: runs on other hosts
+    must not share the directory while they write to it. Returns the removed paths.
+    """
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        path, pid = Path(directory) / entry.name, int(match["pid"])
+        if path in _writing or (pid != os.getpid() and _running(pid)):
+            continue
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:  # another process cleaned it first
+            pass
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0 or os.name == "nt":  # no such writer; on Windows os.kill would end the process: keep
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ integrity
+def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, value)`` of every leaf of nested dicts, lists and tuples; dict keys in sorted order."""
+    if isinstance(obj, Mapping):
+        for key in sorted(obj, key=str):
+            yield from _leaves(obj[key], f"{prefix}{key}/")
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            yield from _leaves(value, f"{prefix}{i}/")
+    else:
+        yield prefix[:-1], obj
+
+
+def _as_bytes(leaf: Any) -> tuple[str, np.ndarray] | None:
+    """A tensor (as a CPU copy) or a numpy array: its dtype and shape, and its bytes; else ``None``."""
+    if torch.is_tensor(leaf):
+        t = leaf.detach().cpu().contiguous()
+        return f"{t.dtype}{tuple(t.shape)}", t.reshape(-1).view(torch.uint8).numpy()
+    if isinstance(leaf, np.ndarray) and not leaf.dtype.hasobject:
+        return f"{leaf.dtype}{leaf.shape}", np.ascontiguousarray(leaf).reshape(-1).view(np.uint8)
+    return None
+
+
+def _value_text(leaf: Any) -> str:
+    if leaf is None or isinstance(leaf, (bool, int, float, str, bytes, np.generic)):
+        return repr(leaf)
+    return f"<{type(leaf).__qualname__}>"  # the type alone: a repr may hold a memory address
+
+
+def checksum(state: Mapping[str, Any]) -> dict[str, Any]:
+    """BLAKE2b digests of ``state`` (its own ``checksum`` entry left out): one per tensor or array,
+    named by its path, and one over every other value (counters, config, RNG state)."""
+    tensors: dict[str, str] = {}
+    other = hashlib.blake2b(digest_size=16)
+    for name, leaf in _leaves({k: v for k, v in state.items() if k != CHECKSUM}):
+        data = _as_bytes(leaf)
+        if data is None:
+            other.update(f"{name}={_value_text(leaf)}\n".encode())
+            continue
+        digest = hashlib.blake2b(data[0].encode(), digest_size=16)
+        digest.update(data[1])
+        tensors[name] = digest.hexdigest()
+    return {"algorithm": "blake2b-128", "tensors": tensors, "other": other.hexdigest()}
+
+
+def verify(ckpt: Mapping[str, Any], path: str | os.PathLike) -> bool:
+    """Whether ``ckpt`` has a checksum (``False``: written before checksums); raise if it does not match.
+
+    Raises:
+        CheckpointError: the contents differ from what was written, naming the first tensor that does.
+    """
+    stored = ckpt.get(CHECKSUM)
+    if stored is None:
+        return False
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("tensors"), Mapping):
+        raise CheckpointError(path, "its checksum entry is damaged")
+    now = checksum(ckpt)
+    if now["tensors"] == stored["tensors"] and now["other"] == stored.get("other"):
+        return True
+    saved = stored["tensors"]
+    changed = [name for name, digest in now["tensors"].items() if name in saved and saved[name] != digest]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        where = f"tensor {changed[0]}{more}"
+    elif set(now["tensors"]) != set(saved):
+        where = f"its entries: {sorted(set(now['tensors']) ^ set(saved))[:3]} added or lost"
+    else:
+        where = "its non-tensor values (counters, config, RNG state)"
+    raise CheckpointError(path, f"checksum mismatch in {where}: the file changed after it was written")
+
+
+def first_non_finite(tensors: Mapping[str, torch.Tensor]) -> str | None:
+    """The name of the first floating-point tensor holding NaN or inf, or ``None``.
+
+    One fused check per device and dtype, read back with a single host sync; only when it fails are
+    the tensors looked at one by one.
+    """
+    floats = {name: t.detach() for name, t in tensors.items() if t.is_floating_point() and t.numel()}
+    groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}
+    for t in floats.values():
+        groups.setdefault((t.device, t.dtype), []).append(t.reshape(-1))
+    if not groups:
+        return None
+    first = next(iter(groups))[0]
+    finite = torch.stack([torch.isfinite(torch.cat(ts)).all().to(first) for ts in groups.values()])
+    if bool(finite.all()):
+        return None
+    return next(name for name, t in floats.items() if not bool(torch.isfinite(t).all()))
+
+
+def _learned_tensors(ckpt: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The policy and optimizer tensors, by path (``policy/...``, ``ppo/optimizer/state/0/exp_avg``)."""
+    learned = {"policy": ckpt.get("policy"), "ppo": ckpt.get("ppo")}
+    return {name: leaf for name, leaf in _leaves(learned) if torch.is_tensor(leaf)}
+
+
+# ------------------------------------------------------------------ reading
 def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """The dict stored at ``path``, tensors mapped to ``map_location``."""
-    return torch.load(path, map_location=map_location, weights_only=False)
+    """The checkpoint at ``path``, tensors mapped to ``map_location``, once checked: a readable
+    torch file, a checkpoint dict (``policy``, ``config``; every resume entry when it has ``ppo``),
+    its checksum (files written before checksums: the zip's CRC-32 and a warning) and finite
+    policy and optimizer tensors.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        CheckpointError: anything else wrong with it, in one line naming the file.
+    """
+    size = os.path.getsize(path)
+    if size == 0:
+        raise CheckpointError(path, "is empty (0 bytes): its write never happened or was cut off")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    is_zip = head == _ZIP_MAGIC
+    try:
+        if is_zip:  # damaged pickle bytes never reach the unpickler (a flipped bit can ask it for GBs)
+            _check_archive(path, tensors=False)
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as err:
+        if is_zip:
+            problem = "is truncated or damaged"
+        elif head[:1] == b"\x80":
+            problem = "is a truncated or damaged pickle"
+        else:
+            problem = f"is not a torch checkpoint (it starts with {head!r})"
+        raise CheckpointError(path, f"{problem} ({size} bytes; {_first_line(err)})") from err
+    _check_structure(ckpt, path)
+    if not verify(ckpt, path):
+        try:
+            if is_zip:
+                _check_archive(path, tensors=True)
+        except zipfile.BadZipFile as err:
+            raise CheckpointError(path, f"is damaged ({_first_line(err)})") from err
+        warnings.warn(f"checkpoint {os.fspath(path)}: no checksum (written before checksums); its tensors are "
+                      "checked against the zip's CRC-32 only", UserWarning, stacklevel=2)
+    bad = first_non_finite(_learned_tensors(ckpt))
+    if bad is not None:
+        raise CheckpointError(path, f"tensor {bad} holds NaN or inf")
+    return ckpt
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"
+
+
+def _check_archive(path: str | os.PathLike, tensors: bool) -> None:
+    """Read the records of a torch zip file, the tensors' (``<archive>/data/<key>``) or the others
+    (the pickle and metadata), against the CRC-32 torch wrote with each; records written without
+    one (CRC 0) are skipped. ``zipfile.BadZipFile`` names the first that differs."""
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.CRC and ("/data/" in info.filename) == tensors:
+                with archive.open(info) as record:
+                    while record.read(1 << 20):
+                        pass
+
+
+def _check_structure(ckpt: Any, path: str | os.PathLike) -> None:
+    if not isinstance(ckpt, Mapping):
+        raise CheckpointError(path, f"holds a {type(ckpt).__name__}, not a checkpoint dict")
+    if "policy" not in ckpt:
+        raise CheckpointError(path, f"is not a checkpoint: no 'policy' entry (it holds {sorted(map(str, ckpt))[:6]})")
+    policy = ckpt["policy"]
+    if not isinstance(policy, Mapping) or not all(torch.is_tensor(v) for v in policy.values()):
+        raise CheckpointError(path, "its 'policy' entry is not a state dict of tensors")
+    config = ckpt.get("config")
+    if not isinstance(config, Mapping) or not isinstance(config.get("policy"), Mapping):
+        raise CheckpointError(path, "has no 'config' entry with the network settings ('policy')")
+    if is_full(ckpt):
+        rng = ckpt.get("rng")
+        missing = [k for k in RESUME_KEYS if k not in ckpt]
+        missing += [f"rng/{k}" for k in RNG_KEYS if not isinstance(rng, Mapping) or k not in rng]
+        if missing:
+            raise CheckpointError(path, f"is a full checkpoint (it has 'ppo') without {missing}")
+
+
+def is_full(ckpt: Mapping[str, Any]) -> bool:
+    """A checkpoint to resume from (``Runner.save``), rather than a policy-only file."""
+    return "ppo" in ckpt
+
+
+def check_fits(path: str | os.PathLike, saved: Mapping[str, torch.Tensor], current: Mapping[str, torch.Tensor],
+               what: str) -> None:
+    """Raise :class:`CheckpointError` unless ``saved`` has exactly ``current``'s entries and shapes."""
+    resized = [f"{k} {tuple(saved[k].shape)} there, {tuple(v.shape)} here"
+               for k, v in current.items() if k in saved and saved[k].shape != v.shape]
+    missing = [k for k in current if k not in saved]
+    unexpected = [k for k in saved if k not in current]
+    parts = [f"{label}: {', '.join(names[:2])}{f' (+{len(names) - 2} more)' if len(names) > 2 else ''}"
+             for label, names in (("shapes", resized), ("missing", missing), ("unexpected", unexpected)) if names]
+    if parts:
+        raise CheckpointError(path, f"does not fit {what} ({'; '.join(parts)}): it was trained with another "
+                                    "network or task configuration")
 
 
 def policy_config(ckpt: dict[str, Any]) -> PolicyConfig:
@@ -52,16 +339,12 @@ def load_policy(
     and export on an env of any size.
 
     Raises:
-        ValueError: the checkpoint's network does not fit ``obs`` / ``num_actions``.
+        CheckpointError: the file is damaged, or its network does not fit ``obs`` / ``num_actions``.
     """
     ckpt = read(path, device)
     policy_dim, critic_dim = obs[POLICY].shape[-1], critic_obs(obs).shape[-1]
     policy = ActorCritic(policy_dim, critic_dim, num_actions, policy_config(ckpt)).to(device)
-    try:
-        policy.load_state_dict(ckpt["policy"])
-    except RuntimeError as err:
-        raise ValueError(
-            f"checkpoint {path} does not fit this env (policy input {policy_dim}, critic input "
-            f"{critic_dim}, {num_actions} actions): it was trained with another task configuration\n{err}"
-        ) from err
+    check_fits(path, ckpt["policy"], policy.state_dict(),
+               f"this env (policy input {policy_dim}, critic input {critic_dim}, {num_actions} actions)")
+    policy.load_state_dict(ckpt["policy"])
     return policy.eval()

@@ -24,7 +24,12 @@ Contract, per ``step(actions)``:
 Optional: ``reset_envs(env_ids)`` restarts the given envs ``[K]`` at once and returns their fresh
 observation rows (``[K, ...]`` per group); the Runner uses it to recover from physics blow-ups
 (``RunnerConfig.non_finite_obs="reset"``). ``state_dict()`` / ``load_state_dict()`` make resume
-exact.
+exact. ``max_episode_length`` (int) declares the time limit in policy steps: the Runner warns once
+when an env runs past it without ``truncated``. ``info["time_outs"]`` ``[N]`` bool, where given,
+must equal ``truncated``; the Runner warns once where it differs (time-outs sent as ``terminated``).
+
+Every step's fields live on ``device``; observation groups and their per-env shapes are those of
+``reset()``.
 """
 
 from __future__ import annotations
@@ -76,6 +81,12 @@ def critic_obs(obs: ObsGroups) -> torch.Tensor:
     return obs.get(CRITIC, obs[POLICY])
 
 
+def on_device(tensor: torch.Tensor, device: str | torch.device) -> bool:
+    """Whether ``tensor`` lives on ``device`` (``"cuda"`` without an index accepts any GPU)."""
+    device = torch.device(device)
+    return tensor.device.type == device.type and (device.index is None or tensor.device.index == device.index)
+
+
 def check_actions(actions: torch.Tensor, num_envs: int, num_actions: int, device: torch.device) -> None:
     """Raise ``ValueError`` naming the problem unless ``actions`` is a finite float ``[N, A]`` tensor on ``device``.
 
@@ -88,8 +99,7 @@ def check_actions(actions: torch.Tensor, num_envs: int, num_actions: int, device
         raise ValueError(f"actions must have shape ({num_envs}, {num_actions}), got {tuple(actions.shape)}")
     if not actions.is_floating_point():
         raise ValueError(f"actions must be a floating-point tensor, got dtype {actions.dtype}")
-    device = torch.device(device)
-    if actions.device.type != device.type or (device.index is not None and actions.device.index != device.index):
+    if not on_device(actions, device):
         raise ValueError(f"actions must be on the env's device {device}, got {actions.device}")
     bad = ~torch.isfinite(actions).all(-1)
     if bad.any():

@@ -258,10 +258,33 @@ class PPO:
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
 
+    def check_state_dict(self, state: dict) -> None:
+        """Raise ``ValueError`` unless :meth:`load_state_dict` can load ``state`` whole; changes nothing."""
+        if not isinstance(state, dict) or not {"optimizer", "learning_rate"} <= set(state):
+            raise ValueError("the PPO state needs 'optimizer' and 'learning_rate'")
+        saved = state["optimizer"]
+        saved_groups = [list(g["params"]) for g in saved["param_groups"]]
+        params = [g["params"] for g in self.optimizer.param_groups]
+        if [len(g) for g in saved_groups] != [len(g) for g in params]:
+            raise ValueError(f"the optimizer state has parameter groups of sizes {[len(g) for g in saved_groups]}, "
+                             f"this policy's optimizer {[len(g) for g in params]}")
+        for index, param in zip((i for g in saved_groups for i in g), (p for g in params for p in g)):
+            for name, value in saved["state"].get(index, {}).items():
+                if torch.is_tensor(value) and value.dim() and value.shape != param.shape:
+                    raise ValueError(f"optimizer {name} of parameter {index} has shape {tuple(value.shape)}, "
+                                     f"the parameter {tuple(param.shape)}")
+
     def load_state_dict(self, state: dict) -> None:
         self._graph = None  # the optimizer's state tensors are replaced: recapture
         self.optimizer.load_state_dict(state["optimizer"])
         self.lr.fill_(state["learning_rate"])
+        self._set_optimizer_lr()
+
+    def reset_optimizer(self) -> None:
+        """A fresh optimizer: no moments, the configured learning rate (fine-tuning a loaded policy)."""
+        self._graph = None  # the captured step holds the old state tensors
+        self.optimizer.state.clear()
+        self.lr.fill_(self.cfg.learning_rate)
         self._set_optimizer_lr()
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import json
+import math
 import os
 import random
 import signal
 import threading
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +23,14 @@ import torch
 
 from ppo_bootstrap import checkpoint, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
-from ppo_bootstrap.episode import recover_non_finite, validate_step
+from ppo_bootstrap.episode import (
+    FlagWatch,
+    check_contract,
+    check_finite,
+    declared_time_limit,
+    obs_layout,
+    recover_non_finite,
+)
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
 
@@ -34,14 +46,19 @@ class RunnerConfig:
         log_dir: TensorBoard logs, ``metrics.jsonl`` (one JSON object of statistics per iteration,
             appended, so a resumed run continues the curve) and checkpoints; ``None`` writes nothing.
         seed: seeds torch, numpy and ``random`` at construction.
-        validate_env_output: check every step against the env contract (shapes, flags, final
-            observations, NaN/inf) and raise naming field and env ids. Costs a host sync per step.
+        validate_env_output: check every step against the env contract (shapes, dtypes, devices,
+            flags, ``final_env_ids``, observation groups and widths against ``reset()``'s, then
+            NaN/inf) and raise naming field and env ids. Costs host syncs per step. Off, with
+            ``non_finite_obs="reset"``, the checks that need no sync still run before the repair.
+            Either way the Runner warns once (:class:`~ppo_bootstrap.episode.FlagWatch`) where
+            ``info["time_outs"]`` differs from ``truncated`` or an env runs past its declared
+            ``max_episode_length`` without ``truncated`` (one sync per rollout).
         console: print a progress block per iteration.
         non_finite_obs: what a non-finite observation, reward or final observation does.
             ``"error"`` (default): raise :class:`~ppo_bootstrap.episode.EpisodeProtocolError`
-            naming field and env ids, before any update. ``"reset"``: end those episodes as a
-            blow-up (see :mod:`ppo_bootstrap.episode`), restart the envs through
-            ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
+            naming field and env ids, before any update. ``"reset"``: once the step keeps the
+            contract, end those episodes as a blow-up (see :mod:`ppo_bootstrap.episode`), restart
+            the envs through ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
     """
 
     num_steps_per_env: int = 24
@@ -95,6 +112,8 @@ class Runner:
             raise ValueError("non_finite_obs='reset' needs an env with reset_envs(env_ids) -> observation rows")
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
+        self.obs_layout = obs_layout(self.obs)  # every step's groups and widths must match reset()'s
+        self.flag_watch = FlagWatch(declared_time_limit(env))
         policy_dim = self.obs[POLICY].shape[-1]
         critic_dim = critic_obs(self.obs).shape[-1]
         self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
@@ -133,18 +152,23 @@ class Runner:
         for _ in range(self.cfg.num_steps_per_env):
             actions = alg.act(self.obs)
             result: StepResult = env.step(actions.to(self.env_device))
-            if self.cfg.non_finite_obs == "reset":
+            recover, validate = self.cfg.non_finite_obs == "reset", self.cfg.validate_env_output
+            if validate or recover:  # the contract before any repair; only its ids check costs a host sync
+                check_contract(env.num_envs, result, self.obs_layout, self.env_device, ids=validate)
+            self.flag_watch.flags(result.info, result.truncated)
+            if recover:
                 last_obs = {k: v.to(result.reward.device) for k, v in self.obs.items()}
                 result, broken = recover_non_finite(result, last_obs, env.reset_envs)
                 n_broken += broken.numel()
-            if self.cfg.validate_env_output:
-                validate_step(env.num_envs, result)
+            if validate:
+                check_finite(result)
             result = self._on_device(result)
             done = alg.process_env_step(result)
 
             keep = (~done).to(torch.float32)
             self.episode_return += result.reward
             self.episode_length += 1
+            self.flag_watch.lengths(self.episode_length, result.truncated)
             ended_return += (self.episode_return * done).sum()
             ended_length += (self.episode_length * done).sum()
             ended += done.sum()
@@ -153,6 +177,7 @@ class Runner:
             for key, value in result.info.get("log", {}).items():
                 info_sums[key] = info_sums.get(key, 0.0) + value  # tensors stay on device until the end
             self.obs = self._to_device(result.obs)
+        self.flag_watch.report()
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         n = float(ended)
         stats = {f"env/{k}": float(v) / self.cfg.num_steps_per_env for k, v in info_sums.items()}
@@ -164,26 +189,45 @@ class Runner:
         return stats
 
     # ------------------------------------------------------------------ training
+    last_checkpoint: Path | None = None
+    """The file the last :meth:`save` of this process wrote."""
+
     def learn(self, iterations: int) -> None:
         """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`).
 
-        SIGINT or SIGTERM ends training cleanly after the iteration in progress: the checkpoint
-        ``model_<iteration>.pt`` is written to ``log_dir`` and ``learn`` returns with
-        :attr:`interrupted` set. A second signal interrupts at once.
+        SIGINT or SIGTERM, from the normalizer warm-up on, ends training cleanly after the rollout
+        or iteration in progress: the checkpoint ``model_<iteration>.pt`` is written to ``log_dir``
+        and ``learn`` returns with :attr:`interrupted` set. A second signal exits at once, without a
+        traceback: one line on stderr names the last checkpoint, and the exit status is 128 + the
+        signal number (130 for SIGINT, 143 for SIGTERM). A library (a simulator's runtime) that
+        replaces the handler, in Python or in native code, is overruled at the next iteration with
+        a warning naming it. Temporaries that killed checkpoint writes left in ``log_dir`` are
+        removed at the start.
+
+        Raises:
+            FloatingPointError: an update left NaN or inf in the policy or its losses; names the
+                tensor or loss. Nothing of that update is saved.
         """
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
-        if iterations > 0 and self.total_steps == 0 and self.cfg.policy.obs_normalization:
-            self._warm_up_normalizers()
-        with _StopOnSignal() as stop:
-            for _ in range(iterations):
+        if self.cfg.log_dir and self.rank == 0:
+            checkpoint.remove_stale_temporaries(self.cfg.log_dir)
+        with _StopOnSignal(lambda: self.last_checkpoint) as stop:
+            stopped = False
+            if iterations > 0 and self.total_steps == 0 and self.cfg.policy.obs_normalization:
+                self._warm_up_normalizers()
+                stopped = self._stop_requested(stop, "the normalizer warm-up")
+            for _ in range(0 if stopped else iterations):
+                stop.reassert()
                 t0 = time.perf_counter()
                 stats = self._collect()
                 stats.update(self.alg.compute_returns(self.obs))
                 t1 = time.perf_counter()
-                stats.update(self.alg.update(self.generator))
+                update = self.alg.update(self.generator)
+                stats.update(update)
                 self.alg.update_normalizers()
+                self._check_finite(update)
                 t2 = time.perf_counter()
                 self.iteration += 1
                 stats["perf/collection_s"] = t1 - t0
@@ -193,14 +237,33 @@ class Runner:
                 self.last_stats = stats
                 if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
                     self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
-                # Every rank must stop at the same iteration, or the next collective would hang.
-                if distributed.all_reduce_sum_(torch.tensor(float(stop.requested), device=self.device)).item() > 0:
-                    self.interrupted = True
-                    if self.rank == 0:
-                        print(f"stopping after iteration {self.iteration} on {stop.signal_name}", flush=True)
+                if self._stop_requested(stop, f"iteration {self.iteration}"):
                     break
-        if self.cfg.log_dir and self.iteration > start_iteration:
-            self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+            if self.cfg.log_dir and (self.iteration > start_iteration or self.interrupted):
+                self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+
+    def _stop_requested(self, stop: "_StopOnSignal", after: str) -> bool:
+        """Whether a signal asked any rank to stop (all ranks stop together, or the next collective would hang)."""
+        if distributed.all_reduce_sum_(torch.tensor(float(stop.requested), device=self.device)).item() == 0:
+            return False
+        self.interrupted = True
+        if self.rank == 0:
+            print(f"stopping after {after} on {stop.signal_name}", flush=True)
+        return True
+
+    def _check_finite(self, update: dict[str, float]) -> None:
+        """Raise if the update left NaN or inf in the policy (one fused check, one host sync) or in its
+        losses (an overflowed loss clips its gradient to nothing: the update did not happen)."""
+        tensor = checkpoint.first_non_finite(self.policy.state_dict())
+        loss = next((key for key, value in update.items() if not math.isfinite(value)), None)
+        if tensor is None and loss is None:
+            return
+        what = f"policy tensor {tensor!r}" if tensor is not None else f"its {loss} ({update[loss]})"
+        raise FloatingPointError(
+            f"iteration {self.iteration + 1}: the update left NaN or inf in {what} (rewards or observations too "
+            f"large for float32, or too high a learning rate?); not saved, the last checkpoint is "
+            f"{self.last_checkpoint or 'none'}"
+        )
 
     def _warm_up_normalizers(self) -> None:
         """One rollout of the initial policy whose only use is observation statistics.
@@ -259,31 +322,56 @@ class Runner:
         """
         if self.rank != 0:
             return
-        checkpoint.save_atomic(self.state_dict(), path)
+        self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
 
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
-        """Restore a checkpoint.
+        """Restore a checkpoint, all or nothing.
 
         Single process, saved by a single process: training continues exactly where it stopped
         (RNG states, observations, recurrent states, and env state when the env provides
-        ``state_dict``/``load_state_dict``). Any other world size, before or now: the learning state
-        (policy, normalizers, optimizer, learning rate, iteration) is restored on every rank and
-        the envs continue from their current state.
+        ``state_dict``/``load_state_dict``); that needs the same ``num_envs``. Any other world size,
+        before or now: the learning state (policy, normalizers, optimizer, learning rate, iteration)
+        is restored on every rank and the envs continue from their current state. A policy-only
+        checkpoint (``policy`` and ``config``, as ``docs/checkpoints`` ships) loads the network and
+        the counters for fine-tuning with a fresh optimizer, and says so; envs and RNG go on as they are.
+
+        Everything is checked before anything changes: the file (:func:`ppo_bootstrap.checkpoint.read`:
+        damage, checksum, NaN/inf), the network's shapes, the optimizer state, ``num_envs`` and the
+        observation groups, and the env state through the env's ``check_state_dict(state)`` where
+        it has one.
+
+        Raises:
+            FileNotFoundError: no file at ``path``.
+            ~ppo_bootstrap.checkpoint.CheckpointError: the file is damaged or does not fit this
+                runner, in one line naming it; the runner is unchanged.
         """
         ckpt = checkpoint.read(path, self.device)
+        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network")
+        if not checkpoint.is_full(ckpt):
+            self._load_policy_only(path, ckpt)
+            return
+        exact = ckpt.get("world_size", 1) == 1 and self.world_size == 1
+        try:
+            if load_optimizer:
+                self.alg.check_state_dict(ckpt["ppo"])
+            if exact:
+                self._check_resume(ckpt)
+        except (ValueError, KeyError, TypeError) as err:
+            raise checkpoint.CheckpointError(path, str(err)) from err
+        # Nothing has changed so far. The env goes first: it is the one part that may still refuse.
+        if exact and ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):
+            self.env.load_state_dict(ckpt["env"])
         self.policy.load_state_dict(ckpt["policy"])
         if load_optimizer:
             self.alg.load_state_dict(ckpt["ppo"])
         self.iteration = ckpt["iteration"]
         self.total_steps = ckpt["total_steps"]
-        if ckpt.get("world_size", 1) != 1 or self.world_size != 1:
+        if not exact:
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
         self.episode_return = ckpt["episode_return"]
         self.episode_length = ckpt["episode_length"]
-        if ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):
-            self.env.load_state_dict(ckpt["env"])
         rng = ckpt["rng"]
         torch.set_rng_state(rng["torch"].cpu())
         if rng["cuda"] is not None and torch.cuda.is_available():
@@ -291,6 +379,31 @@ class Runner:
         np.random.set_state(rng["numpy"])
         random.setstate(rng["python"])
         self.generator.set_state(rng["generator"].cpu())
+
+    def _check_resume(self, ckpt: dict[str, Any]) -> None:
+        """Raise ``ValueError`` unless ``ckpt`` can continue exactly on this env; changes nothing."""
+        saved_envs, num_envs = ckpt["episode_return"].shape[0], self.env.num_envs
+        if saved_envs != num_envs:
+            raise ValueError(f"it was saved with {saved_envs} envs, this env has {num_envs}: exact resume needs "
+                             "the same num_envs")
+        saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
+        if saved != current:
+            raise ValueError(f"its observation groups {saved} differ from this env's {current}")
+        rng = ckpt["rng"]
+        for name, now in (("torch", torch.get_rng_state()), ("generator", self.generator.get_state())):
+            if not torch.is_tensor(rng[name]) or rng[name].shape != now.shape:
+                raise ValueError(f"its {name} RNG state is malformed")
+        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
+            self.env.check_state_dict(ckpt["env"])
+
+    def _load_policy_only(self, path: str | os.PathLike, ckpt: dict[str, Any]) -> None:
+        self.policy.load_state_dict(ckpt["policy"])
+        self.alg.reset_optimizer()
+        self.iteration = int(ckpt.get("iteration", 0))
+        self.total_steps = int(ckpt.get("total_steps", 0))
+        if self.rank == 0:
+            print(f"loaded {os.fspath(path)}: policy only (no optimizer, env or RNG state); fine-tuning from "
+                  f"iteration {self.iteration} with a fresh optimizer", flush=True)
 
     def export_onnx(self, path: str | os.PathLike) -> None:
         """Export the deterministic actor (normalizer included) to ONNX.
@@ -304,30 +417,94 @@ class Runner:
 
 
 class _StopOnSignal:
-    """Turns the first SIGINT / SIGTERM into a request to stop; restores the handlers on exit."""
+    """Turns the first SIGINT / SIGTERM into a request to stop; a second one exits at once.
+
+    The second signal writes one line naming the last checkpoint to stderr and raises
+    ``SystemExit(128 + signum)``: no traceback, and a checkpoint write in progress removes its
+    temporary on the way out. Libraries may replace the handler, in Python or in native code (where
+    Python never hears of it); :meth:`reassert`, once per iteration, installs it again and warns once
+    per signal naming the replacement. The previous handlers come back on exit.
+    """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self) -> None:
+    def __init__(self, last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
         self.requested = False
         self.signal_name = ""
+        self._last_checkpoint = last_checkpoint
         self._previous: dict[int, Any] = {}
+        self._native: dict[int, int | None] = {}  # the C-level handler behind ours, where readable
+        self._warned: set[int] = set()
 
     def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
         if self.requested:  # a second signal: stop now
-            raise KeyboardInterrupt
+            last = self._last_checkpoint() or "none written by this process"
+            os.write(2, f"second {name}: stopping at once; the last checkpoint is {last}\n".encode())  # no buffered I/O in a handler
+            raise SystemExit(128 + signum)
         self.requested = True
-        self.signal_name = signal.Signals(signum).name
+        self.signal_name = name
+
+    def _install(self, sig: int) -> Any:
+        previous = signal.signal(sig, self._handle)
+        self._native[sig] = _native_handler(sig)
+        return previous
 
     def __enter__(self) -> "_StopOnSignal":
         if threading.current_thread() is threading.main_thread():  # handlers can only live there
             for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
+                self._previous[sig] = self._install(sig)
         return self
+
+    def reassert(self) -> None:
+        """Install the handler again where a library replaced it; warn once per signal, naming the replacement."""
+        for sig in self._previous:
+            current, native = signal.getsignal(sig), self._native[sig]
+            if current != self._handle:
+                replaced_by = _handler_name(current)
+            elif native is None:  # the C level cannot be read here: install again, unseen
+                replaced_by = None
+            elif _native_handler(sig) != native:
+                replaced_by = "native code (a handler installed outside Python)"
+            else:
+                continue
+            self._install(sig)
+            if replaced_by is not None and sig not in self._warned:
+                self._warned.add(sig)
+                warnings.warn(f"the {signal.Signals(sig).name} handler was replaced by {replaced_by}; the Runner "
+                              "installed its own again, so a stop request still ends training after the iteration",
+                              RuntimeWarning, stacklevel=3)
 
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+
+def _handler_name(handler: Any) -> str:
+    if handler is None:
+        return "native code (a handler installed outside Python)"
+    if isinstance(handler, signal.Handlers):
+        return handler.name
+    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', repr(handler))}"
+
+
+@functools.cache
+def _libc() -> Any:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sigaction.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+    return libc
+
+
+def _native_handler(signum: int) -> int | None:
+    """The address of the process's C-level handler for ``signum`` (libc ``sigaction``; the handler
+    is the first field of ``struct sigaction`` on Linux and macOS), or ``None`` where unreadable."""
+    try:
+        buf = ctypes.create_string_buffer(512)  # larger than any struct sigaction
+        if _libc().sigaction(signum, None, buf) != 0:
+            return None
+    except (OSError, AttributeError, TypeError):
+        return None
+    return ctypes.c_void_p.from_buffer(buf).value or 0
 
 
 def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
-from ppo_bootstrap.episode import EpisodeProtocolError, validate_step
+from ppo_bootstrap.episode import EpisodeProtocolError, EpisodeProtocolWarning, validate_step
 
 from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv, enable_final_obs
 
@@ -291,7 +292,11 @@ def test_runner_trains_through_adapter(tmp_path):
     env = FakeIsaacLabEnv(num_envs=8, max_episode_length=5, falls={t: [t % 8] for t in range(0, 200, 3)})
     cfg = RunnerConfig(num_steps_per_env=8, console=False, policy=PolicyConfig(actor_hidden=(8,), critic_hidden=(8,)),
                        ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=1))
-    runner = Runner(IsaacLabVecEnv(env), cfg)
-    runner.learn(3)
+    venv = IsaacLabVecEnv(env)
+    assert venv.max_episode_length == 5  # the simulator's declared time limit, which the Runner watches
+    runner = Runner(venv, cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EpisodeProtocolWarning)  # time-outs come on the limit, as truncated
+        runner.learn(3)
     assert runner.iteration == 3
     assert runner.last_stats["episodes/ended"] > 0

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 import torch
 
-from ppo_bootstrap import compute_gae, compute_gae_reference
+from ppo_bootstrap import checkpoint, compute_gae, compute_gae_reference
+from ppo_bootstrap.envs import TimeLimitEnv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,11 +38,17 @@ sys.path.insert(0, {root!r})
 torch.set_num_threads(1)
 from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig
 from ppo_bootstrap.envs import TimeLimitEnv
-env = TimeLimitEnv(num_envs=8, episode_length=10)
-cfg = RunnerConfig(num_steps_per_env=8, log_dir={log_dir!r}, save_interval=0,
+{prelude}
+env = {env_class}(num_envs=8, episode_length=10)
+cfg = RunnerConfig(num_steps_per_env=8, log_dir={log_dir!r}, save_interval={save_interval},
                    policy=PolicyConfig(actor_hidden={hidden}, critic_hidden=(8,)))
 runner = Runner(env, cfg)
 """
+
+
+def _train_script(log_dir, hidden=(8,), prelude="", env_class="TimeLimitEnv", save_interval=0) -> str:
+    return TRAIN_SCRIPT.format(root=ROOT, log_dir=str(log_dir), hidden=hidden, prelude=prelude,
+                               env_class=env_class, save_interval=save_interval)
 
 
 def _spawn(code: str) -> subprocess.Popen:
@@ -59,7 +66,7 @@ def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_during_training_saves_and_exits_cleanly(tmp_path, signum):
-    code = TRAIN_SCRIPT.format(root=ROOT, log_dir=str(tmp_path), hidden=(8,)) + "runner.learn(100000)\nprint('returned', runner.interrupted)\n"
+    code = _train_script(tmp_path) + "runner.learn(100000)\nprint('returned', runner.interrupted)\n"
     proc = _spawn(code)
     _wait_for_line(proc, " iteration 2/")  # inside learn: the handlers are installed
     proc.send_signal(signum)
@@ -74,7 +81,7 @@ def test_signal_during_training_saves_and_exits_cleanly(tmp_path, signum):
 
 def test_kill_during_save_leaves_previous_checkpoint_loadable(tmp_path):
     path = tmp_path / "ckpt.pt"
-    code = TRAIN_SCRIPT.format(root=ROOT, log_dir=str(tmp_path), hidden=(64,)) + textwrap.dedent(f"""
+    code = _train_script(tmp_path, hidden=(64,)) + textwrap.dedent(f"""
         real_save = torch.save
         def stalling_save(obj, f):
             if obj["iteration"] == 3:  # half-write the third save, then wait to be killed
@@ -93,8 +100,13 @@ def test_kill_during_save_leaves_previous_checkpoint_loadable(tmp_path):
     _wait_for_line(proc, "stalled mid-save")
     proc.kill()
     proc.wait(timeout=60)
-    ckpt = torch.load(path, weights_only=False)  # a torn file would fail to load here
+    ckpt = checkpoint.read(path)  # a torn file would fail to load here, a damaged one its checksum
     assert ckpt["iteration"] == 2
+    # the torn temporary of the killed writer goes at the next save
+    assert [p.name for p in tmp_path.glob(".ckpt.pt.tmp-*")] == [f".ckpt.pt.tmp-{proc.pid}"]
+    _small_runner().save(path)
+    assert not list(tmp_path.glob(".ckpt.pt.tmp-*"))
+    assert checkpoint.read(path)["iteration"] == 0
 
 
 class BlowUpEnv:
@@ -215,3 +227,351 @@ def _flat_tensors(state, prefix=""):
         elif hasattr(value, "__array__"):
             out[prefix + key] = torch.as_tensor(value).clone()
     return out
+
+
+# ---------------------------------------------------------------- signals: warm-up, second signal, replaced handlers
+
+SELF_SIGNAL_ENV = """
+import ctypes, os, signal
+
+def fake_sim_handler(signum, frame):  # a simulator's own handler: ends the process at once
+    os._exit(3)
+
+class SelfSignalEnv(TimeLimitEnv):
+    \"\"\"Does what ACTIONS lists at the given env steps (8 per rollout; the warm-up is steps 1-8).\"\"\"
+    steps = 0
+
+    def step(self, actions):
+        self.steps += 1
+        for what in ACTIONS.get(self.steps, ()):
+            if what == "python":
+                signal.signal(signal.SIGTERM, fake_sim_handler)
+            elif what == "native":  # what a native library does: Python never hears of it
+                libc = ctypes.CDLL(None)
+                libc.signal.argtypes, libc.signal.restype = (ctypes.c_int, ctypes.c_void_p), ctypes.c_void_p
+                libc.signal(signal.SIGTERM, None)  # SIG_DFL
+            else:
+                os.kill(os.getpid(), getattr(signal, what))
+        return super().step(actions)
+"""
+
+
+def _run_self_signalling(tmp_path, actions: dict, iterations: int, save_interval: int = 0) -> subprocess.CompletedProcess:
+    prelude = f"ACTIONS = {actions!r}\n" + SELF_SIGNAL_ENV
+    code = _train_script(tmp_path, prelude=prelude, env_class="SelfSignalEnv", save_interval=save_interval)
+    code += f"runner.learn({iterations})\nprint('returned', runner.interrupted, runner.iteration)\n"
+    return subprocess.run([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_signal_during_normalizer_warm_up_stops_cleanly_with_a_checkpoint(tmp_path, signame):
+    proc = _run_self_signalling(tmp_path, {3: [signame]}, iterations=5)
+    assert proc.returncode == 0, proc.stdout
+    assert "returned True 0" in proc.stdout
+    assert f"stopping after the normalizer warm-up on {signame}" in proc.stdout
+    assert [p.name for p in tmp_path.glob("model_*.pt")] == ["model_0.pt"]
+    ckpt = checkpoint.read(tmp_path / "model_0.pt")
+    assert ckpt["iteration"] == 0 and ckpt["total_steps"] == 8 * 8  # the warm-up's statistics are kept
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_second_signal_exits_at_once_with_one_line_naming_the_last_checkpoint(tmp_path, signame):
+    proc = _run_self_signalling(tmp_path, {18: [signame], 20: [signame]}, iterations=5, save_interval=1)
+    assert proc.returncode == 128 + getattr(signal, signame), proc.stdout
+    assert "Traceback" not in proc.stdout
+    last_line = proc.stdout.strip().splitlines()[-1]
+    assert f"second {signame}" in last_line and str(tmp_path / "model_1.pt") in last_line, proc.stdout
+    assert sorted(p.name for p in tmp_path.glob("model_*.pt")) == ["model_1.pt"]
+    assert not list(tmp_path.glob(".*.tmp-*"))
+
+
+@pytest.mark.parametrize("replacer,named", [("python", "fake_sim_handler"), ("native", "native code")])
+def test_handler_replaced_by_a_library_is_reasserted_and_named_once(tmp_path, replacer, named):
+    # step 10 lies in iteration 1: a library replaces the handler; step 20, in iteration 2, brings SIGTERM
+    proc = _run_self_signalling(tmp_path, {10: [replacer], 20: ["SIGTERM"]}, iterations=5)
+    assert proc.returncode == 0, proc.stdout
+    assert "returned True 2" in proc.stdout
+    assert proc.stdout.count("handler was replaced") == 1 and named in proc.stdout, proc.stdout
+    assert checkpoint.read(tmp_path / "model_2.pt")["iteration"] == 2
+
+
+# ---------------------------------------------------------------- loading: all or nothing, sizes, integrity
+
+def _small_runner(num_envs=8, hidden=(16,), seed=3, env=None, log_dir=None, save_interval=0) -> "Runner":
+    from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig
+
+    if env is None:
+        env = TimeLimitEnv(num_envs=num_envs, episode_length=10, privileged_dim=1, fall_probability=0.05, seed=seed)
+    cfg = RunnerConfig(num_steps_per_env=8, console=False, seed=seed, log_dir=log_dir and str(log_dir),
+                       save_interval=save_interval, policy=PolicyConfig(actor_hidden=hidden, critic_hidden=(16,)))
+    return Runner(env, cfg)
+
+
+def _runner_state(runner) -> dict:
+    """Everything ``load`` may change, as flat tensors (plus counters and learning rate)."""
+    state = _flat_tensors({
+        "policy": runner.policy.state_dict(),
+        "optimizer": runner.alg.optimizer.state_dict()["state"],
+        "obs": runner.obs,
+        "episode": {"return": runner.episode_return, "length": runner.episode_length},
+        "rng": {"torch": torch.get_rng_state(), "generator": runner.generator.get_state()},
+        "env": runner.env.state_dict(),
+    })
+    state["counters"] = torch.tensor([runner.iteration, runner.total_steps, runner.alg.learning_rate], dtype=torch.float64)
+    return state
+
+
+def _assert_unchanged(runner, before: dict) -> None:
+    after = _runner_state(runner)
+    assert after.keys() == before.keys()
+    for key, value in before.items():
+        assert torch.equal(after[key], value), f"{key} changed"
+
+
+def _one_line_naming(err: pytest.ExceptionInfo, path) -> str:
+    message = str(err.value)
+    assert str(path) in message and "\n" not in message, message
+    return message
+
+
+def _policy_only(runner) -> dict:
+    """What docs/checkpoints ships: the network and its config, no optimizer, env or RNG state."""
+    full = runner.state_dict()
+    return {key: full[key] for key in ("policy", "config", "iteration", "total_steps")}
+
+
+@pytest.mark.parametrize("kind", ["full", "policy_only"])
+def test_checkpoint_of_another_policy_size_is_refused_and_changes_nothing(tmp_path, kind):
+    saved = _small_runner(hidden=(16,))
+    saved.learn(1)  # normalizers and optimizer moved: a partial copy would show
+    path = tmp_path / "other_size.pt"
+    if kind == "full":
+        saved.save(path)
+    else:
+        torch.save(_policy_only(saved), path)
+    runner = _small_runner(hidden=(32,), seed=4)
+    runner.learn(1)
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    message = _one_line_naming(err, path)
+    assert "actor.head.0.weight" in message and "(16, 4)" in message and "(32, 4)" in message
+    _assert_unchanged(runner, before)
+
+
+def test_checkpoint_of_another_num_envs_is_refused_naming_both_sizes(tmp_path):
+    path = tmp_path / "sixteen.pt"
+    _small_runner(num_envs=16).save(path)
+    runner = _small_runner(num_envs=8)
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    message = _one_line_naming(err, path)
+    assert "16 envs" in message and "8" in message.split("16 envs", 1)[1]
+    _assert_unchanged(runner, before)
+
+
+@pytest.mark.parametrize("other", [dict(num_envs=4), dict(num_envs=3, decimation=2)], ids=["num_envs", "decimation"])
+def test_g1_checkpoint_of_another_env_configuration_changes_nothing(tmp_path, other):
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+
+    path = tmp_path / "g1.pt"
+    _small_runner(env=G1WalkEnv(G1WalkConfig(num_envs=3, seed=0))).save(path)
+    runner = _small_runner(env=G1WalkEnv(G1WalkConfig(seed=1, **other)), seed=4)
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    _one_line_naming(err, path)
+    _assert_unchanged(runner, before)
+
+
+def test_policy_only_checkpoint_loads_for_fine_tuning_with_a_fresh_optimizer(tmp_path, capsys):
+    source = _small_runner()
+    source.learn(1)
+    path = tmp_path / "policy_only.pt"
+    torch.save(_policy_only(source), path)  # as old files were written: no checksum
+    runner = _small_runner(seed=4)
+    runner.learn(1)
+    obs = {k: v.clone() for k, v in runner.obs.items()}
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match="no checksum"):
+        runner.load(path)
+    note = capsys.readouterr().out
+    assert str(path) in note and "policy only" in note and "fresh optimizer" in note
+    for key, value in source.policy.state_dict().items():
+        assert torch.equal(runner.policy.state_dict()[key], value), key
+    assert runner.alg.optimizer.state_dict()["state"] == {}
+    assert runner.alg.learning_rate == pytest.approx(runner.cfg.ppo.learning_rate)
+    assert (runner.iteration, runner.total_steps) == (source.iteration, source.total_steps)
+    assert all(torch.equal(runner.obs[k], v) for k, v in obs.items())  # the envs go on as they are
+    runner.learn(1)
+    assert runner.iteration == source.iteration + 1
+
+
+def test_shipped_policy_only_checkpoint_loads_into_a_runner():
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk.config import gait_clock_config
+    from ppo_bootstrap import Runner, RunnerConfig
+
+    path = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")
+    runner = Runner(G1WalkEnv(gait_clock_config(num_envs=2, seed=0)), RunnerConfig(console=False))
+    with pytest.warns(UserWarning, match="no checksum"):
+        runner.load(path)
+    shipped = torch.load(path, weights_only=False)
+    assert runner.iteration == shipped["iteration"] == 1296
+    for key, value in shipped["policy"].items():
+        assert torch.equal(runner.policy.state_dict()[key], value), key
+
+
+@pytest.mark.parametrize("written,flipped,named", [
+    ("save", "weight", "checksum mismatch in tensor policy/actor.head.0.weight"),
+    ("torch.save", "weight", "is damaged (BadZipFile: Bad CRC-32 for file 'policy_only/data/"),  # no checksum: CRC-32
+    ("save", "pickle", "BadZipFile: Bad CRC-32 for file 'archive/data.pkl'"),  # checked before unpickling
+], ids=["checksum", "old_file_crc", "pickle"])
+def test_flipped_bit_in_a_saved_checkpoint_is_detected_at_load(tmp_path, written, flipped, named):
+    source = _small_runner()
+    source.learn(1)
+    path = tmp_path / "policy_only.pt"
+    if written == "save":
+        source.save(path)
+    else:
+        torch.save(_policy_only(source), path)
+    raw = bytearray(path.read_bytes())
+    if flipped == "weight":
+        data = source.policy.state_dict()["actor.head.0.weight"].numpy().tobytes()
+        at = raw.find(data) + 3  # the top exponent bit of the first float (little-endian): ~1e38 times larger
+        assert raw.rfind(data) + 3 == at > 3
+        raw[at] ^= 0x40
+    else:
+        at = raw.find(b"actor.head.0.weight")  # a key of the pickled state dict
+        raw[at] ^= 0x04
+    path.write_bytes(bytes(raw))
+    runner = _small_runner(seed=4)
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    assert named in _one_line_naming(err, path)
+    _assert_unchanged(runner, before)
+
+
+def test_non_finite_parameters_are_refused_at_load_naming_the_tensor(tmp_path):
+    state = _small_runner().state_dict()
+    state["policy"]["critic.head.0.weight"][2, 1] = float("nan")
+    path = tmp_path / "nan.pt"
+    torch.save(state, path)  # no checksum, as before checksums: the finite check still applies
+    runner = _small_runner(seed=4)
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err, pytest.warns(UserWarning, match="no checksum"):
+        runner.load(path)
+    message = _one_line_naming(err, path)
+    assert "policy/critic.head.0.weight" in message and "NaN or inf" in message
+    _assert_unchanged(runner, before)
+
+
+class HugeRewardEnv(TimeLimitEnv):
+    """Finite rewards the contract accepts, too large for float32 returns, from iteration 2 on."""
+
+    steps = 0
+
+    def __init__(self, every_step: bool):
+        super().__init__(num_envs=8, episode_length=10)
+        self.every_step = every_step
+
+    def step(self, actions):
+        self.steps += 1
+        result = super().step(actions)
+        if self.steps == 17 or (self.every_step and self.steps > 17):  # the warm-up and iteration 1 are 16 steps
+            result.reward[:] = 1e38
+        return result
+
+
+@pytest.mark.parametrize("every_step,named", [(True, "policy tensor"), (False, "loss/value (inf)")],
+                         ids=["parameters", "loss"])
+def test_update_that_goes_non_finite_raises_naming_what_and_writes_nothing(tmp_path, every_step, named):
+    runner = _small_runner(env=HugeRewardEnv(every_step), log_dir=tmp_path, save_interval=1)
+    with pytest.raises(FloatingPointError) as err:
+        runner.learn(2)
+    message = str(err.value)
+    assert "iteration 2" in message and named in message and str(tmp_path / "model_1.pt") in message
+    assert runner.iteration == 1
+    assert sorted(p.name for p in tmp_path.glob("model_*.pt")) == ["model_1.pt"]
+    assert not list(tmp_path.glob(".*.tmp-*"))
+
+
+def test_save_refuses_non_finite_parameters_and_leaves_no_file(tmp_path):
+    runner = _small_runner()
+    with torch.no_grad():
+        runner.policy.std_param.fill_(float("inf"))
+    path = tmp_path / "model_0.pt"
+    with pytest.raises(ValueError) as err:
+        runner.save(path)
+    assert "policy/std_param" in _one_line_naming(err, path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _damaged(kind: str, good: bytes) -> bytes:
+    if kind == "truncated":
+        return good[: len(good) // 2]
+    if kind == "empty":
+        return b""
+    if kind == "random_bytes":
+        return bytes(torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(0), dtype=torch.uint8).tolist())
+    import io
+
+    buf = io.BytesIO()
+    torch.save({"weights": torch.zeros(3)} if kind == "not_a_checkpoint" else [1, 2, 3], buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("loader", ["Runner.load", "load_policy"])
+@pytest.mark.parametrize("kind,what", [("truncated", "truncated"), ("empty", "empty"),
+                                       ("random_bytes", "not a torch checkpoint"),
+                                       ("not_a_checkpoint", "no 'policy'"), ("list", "holds a list")])
+def test_damaged_checkpoint_gives_one_line_naming_the_file(tmp_path, loader, kind, what):
+    runner = _small_runner()
+    good = tmp_path / "good.pt"
+    runner.save(good)
+    path = tmp_path / f"{kind}.pt"
+    path.write_bytes(_damaged(kind, good.read_bytes()))
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        if loader == "Runner.load":
+            runner.load(path)
+        else:
+            checkpoint.load_policy(path, runner.obs, runner.env.num_actions)
+    assert what in _one_line_naming(err, path)
+    _assert_unchanged(runner, before)
+
+
+def test_stale_temporaries_are_removed_at_start_and_save_but_never_a_live_writers(tmp_path):
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    names = {"dead": f".model_3.pt.tmp-{ended.pid}", "own": f".model_4.pt.tmp-{os.getpid()}",
+             "live": f".model_5.pt.tmp-{os.getppid()}", "other": ".notes.txt.tmp-x", "kept": "model_2.pt"}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"partial")
+    runner = _small_runner(log_dir=tmp_path)
+    runner.learn(0)  # the start of training clears what killed writers left
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names["live"], names["other"], names["kept"]])
+    (tmp_path / names["dead"]).write_bytes(b"partial")
+    runner.save(tmp_path / "model_0.pt")  # and so does every save
+    assert not (tmp_path / names["dead"]).exists()
+    assert (tmp_path / names["live"]).exists()
+
+
+def test_fault_injection_finds_nothing_silent_or_unhelpful():
+    """A smaller run of scripts/fault_injection.py, whose full table README shows."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fault_injection", os.path.join(ROOT, "scripts", "fault_injection.py"))
+    faults = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(faults)
+    rows = faults.run(kills=8, flips=40)
+    for label, results in rows:
+        assert results, label
+        wrong = [(name, outcome, detail) for name, outcome, detail in results
+                 if outcome in (faults.SILENT, faults.UNHELPFUL, faults.CRASH)]
+        assert not wrong, (label, wrong)
+    recovered = [outcome for _, outcome, _ in rows[1][1]]
+    assert faults.RECOVERED in recovered and faults.CLEAR in recovered

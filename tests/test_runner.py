@@ -1,10 +1,15 @@
-"""End to end through Runner: learning the right value, exact resume, ONNX export, env contract errors."""
+"""End to end through Runner: learning the right value, exact resume, ONNX export, env contract errors and warnings."""
+
+import re
+import warnings
 
 import pytest
 import torch
 
 from ppo_bootstrap import EpisodeProtocolError, PolicyConfig, PPOConfig, Runner, RunnerConfig, StepResult
 from ppo_bootstrap.envs import TimeLimitEnv
+from ppo_bootstrap.episode import EpisodeProtocolWarning, FlagWatch, check_contract, declared_time_limit
+from export_check import assert_same_rollout, expected_rollout, onnx_rollout
 from scripted_env import ScriptedEnv
 
 TRUE_VALUE = 1.0 / (1.0 - 0.98)  # reward 1 forever, gamma 0.98: 50
@@ -69,43 +74,40 @@ def test_learn_writes_tensorboard_and_checkpoints(tmp_path):
 
 @pytest.mark.parametrize("recurrent", [None, "gru"])
 def test_onnx_export_matches_policy(tmp_path, recurrent):
-    ort = pytest.importorskip("onnxruntime")
     env = TimeLimitEnv(num_envs=4, episode_length=10, obs_dim=5)
     cfg = small_cfg()
     cfg.policy.recurrent = recurrent
     runner = Runner(env, cfg)
     runner.learn(1)  # moves the normalizer off identity
     runner.export_onnx(tmp_path / "actor.onnx")
-    session = ort.InferenceSession(str(tmp_path / "actor.onnx"))
-    obs = torch.randn(3, 5)
-    with torch.no_grad():
-        state = runner.policy.initial_state(3, torch.device("cpu"))[0]
-        expected, _ = runner.policy.act_inference(obs, state)
-    feeds = {"obs": obs.numpy()}
-    if recurrent:
-        feeds["state_in"] = state.numpy()
-    out = session.run(None, feeds)[0]
-    torch.testing.assert_close(torch.from_numpy(out), expected, rtol=1e-5, atol=1e-5)
+    obs_seq = torch.randn(2, 3, 5)  # two steps of three envs: the memory carries over
+    state = runner.policy.initial_state(3, torch.device("cpu"))[0]
+    assert_same_rollout(onnx_rollout(tmp_path / "actor.onnx", obs_seq, state), expected_rollout(runner.policy, obs_seq))
 
 
 class BrokenEnv(ScriptedEnv):
-    """Breaks the contract on the second step in one of several ways."""
+    """Breaks the contract on the second step, where env 1 times out, in one of several ways.
 
-    def __init__(self, fault: str):
-        super().__init__(3, {(1, 1): (False, True)})
-        self.fault = fault
+    ``nan_env`` also blows up that env's observation on the same step.
+    """
+
+    def __init__(self, fault: str, nan_env: int | None = None):
+        super().__init__(3, {(1, 1): (False, True)}, privileged=True)
+        self.fault, self.nan_env = fault, nan_env
 
     def step(self, actions):
         result = super().step(actions)
         if self.t != 2:
             return result
+        if self.nan_env is not None:
+            result.obs["policy"][self.nan_env] = float("nan")
         if self.fault == "missing_final":
             return StepResult(result.obs, result.reward, result.terminated, result.truncated,
                               {k: v[:0] for k, v in result.final_obs.items()}, result.final_env_ids[:0])
         if self.fault == "extra_final":
             ids = torch.tensor([0, 1])
             return StepResult(result.obs, result.reward, result.terminated, result.truncated,
-                              {k: torch.zeros(2, 1) for k in result.obs}, ids)
+                              {k: torch.zeros(2, *v.shape[1:]) for k, v in result.obs.items()}, ids)
         if self.fault == "nan_final":
             result.final_obs["policy"][:] = float("nan")
         if self.fault == "nan_obs":
@@ -116,22 +118,56 @@ class BrokenEnv(ScriptedEnv):
             result.truncated = result.truncated.int()
         if self.fault == "short_flags":
             result.terminated = result.terminated[:2]
+        if self.fault == "wide_reward":
+            result.reward = result.reward.unsqueeze(-1)
+        if self.fault == "flag_device":
+            result.truncated = result.truncated.to("meta")
+        if self.fault == "list_ids":
+            result.final_env_ids = result.final_env_ids.tolist()
+        if self.fault in ("wide_obs", "wide_obs_and_final"):
+            result.obs["policy"] = result.obs["policy"].repeat(1, 2)
+        if self.fault == "wide_obs_and_final":
+            result.final_obs["policy"] = result.final_obs["policy"].repeat(1, 2)
+        if self.fault == "lost_critic":
+            del result.obs["critic"], result.final_obs["critic"]
         return result
 
+    def reset_envs(self, env_ids):
+        self.x[env_ids] = -5.0
+        fresh = self._groups(self.x[env_ids])
+        if self.fault == "wide_reset_rows":
+            fresh["policy"] = fresh["policy"].repeat(1, 2)
+        return fresh
 
-@pytest.mark.parametrize(
-    "fault,message",
-    [("missing_final", r"final_obs missing for env ids \[1\]"),
-     ("extra_final", r"env ids \[0\] that did not end"),
-     ("nan_final", r"final_obs\['policy'\] has NaN or inf for env ids \[1\]"),
-     ("nan_reward", r"reward has NaN or inf for env ids \[2\]"),
-     ("nan_obs", r"obs\['policy'\] has NaN or inf for env ids \[0\]"),
-     ("int_flags", r"truncated must be a bool tensor"),
-     ("short_flags", r"terminated must have shape \(3,\), got \(2,\)")],
-)
-def test_contract_violations_raise_before_any_update(tmp_path, fault, message):
-    runner = Runner(BrokenEnv(fault), RunnerConfig(num_steps_per_env=4, console=False,
-                                                   policy=PolicyConfig(actor_hidden=(4,), critic_hidden=(4,))))
+
+# faults of the contract that need no host sync to see, and the message each must raise
+SHAPE_FAULTS = [
+    ("int_flags", r"truncated must be a bool tensor"),
+    ("short_flags", r"terminated must have shape \(3,\), got \(2,\)"),
+    ("wide_reward", r"reward must have shape \(3,\), got \(3, 1\)"),
+    ("flag_device", r"truncated is on meta, not on the env's device cpu"),
+    ("list_ids", r"final_env_ids must be a torch.Tensor, got list \[1\]"),
+    ("wide_obs", r"^obs\['policy'\] has shape \(3, 2\), expected \(3, 1\) for all env ids"),
+    ("wide_obs_and_final", r"^obs\['policy'\] has shape \(3, 2\), expected \(3, 1\) for all env ids"),
+    ("lost_critic", r"^obs groups \['policy'\] differ from the reset\(\) groups \['critic', 'policy'\] for all env ids"),
+]
+ID_FAULTS = [
+    ("missing_final", r"final_obs missing for env ids \[1\]"),
+    ("extra_final", r"env ids \[0\] that did not end"),
+]
+NAN_FAULTS = [
+    ("nan_final", r"final_obs\['policy'\] has NaN or inf for env ids \[1\]"),
+    ("nan_reward", r"reward has NaN or inf for env ids \[2\]"),
+    ("nan_obs", r"obs\['policy'\] has NaN or inf for env ids \[0\]"),
+]
+
+
+def tiny_cfg(**kw) -> RunnerConfig:
+    return RunnerConfig(num_steps_per_env=4, console=False, policy=PolicyConfig(actor_hidden=(4,), critic_hidden=(4,)), **kw)
+
+
+def assert_raises_before_any_update(tmp_path, env, message, **cfg):
+    runner = Runner(env, tiny_cfg(**cfg))
     runner.save(tmp_path / "last.pt")
     before = {k: v.clone() for k, v in runner.policy.state_dict().items()}
     with pytest.raises(EpisodeProtocolError, match=message):
@@ -140,3 +176,108 @@ def test_contract_violations_raise_before_any_update(tmp_path, fault, message):
     for key, value in runner.policy.state_dict().items():
         assert torch.equal(value, before[key]), key
     torch.load(tmp_path / "last.pt", weights_only=False)  # the last checkpoint is intact
+
+
+@pytest.mark.parametrize("fault,message", NAN_FAULTS)
+def test_non_finite_values_raise_before_any_update(tmp_path, fault, message):
+    assert_raises_before_any_update(tmp_path, BrokenEnv(fault), message)
+
+
+@pytest.mark.parametrize("non_finite_obs", ["error", "reset"])
+@pytest.mark.parametrize("fault,message", SHAPE_FAULTS + ID_FAULTS)
+def test_contract_violations_raise_before_any_update_and_before_a_nan_elsewhere_is_handled(
+    tmp_path, fault, message, non_finite_obs
+):
+    # env 2's observation blows up on the same step: neither its error nor its repair may hide the fault
+    assert_raises_before_any_update(tmp_path, BrokenEnv(fault, nan_env=2), message, non_finite_obs=non_finite_obs)
+
+
+@pytest.mark.parametrize("fault,message", SHAPE_FAULTS + [
+    ("wide_reset_rows", r"reset_envs\(\) obs\['policy'\] has shape \(1, 2\), expected \(1, 1\) for env ids \[2\]"),
+])
+def test_blow_up_recovery_without_validation_still_checks_the_shapes_it_relies_on(tmp_path, fault, message):
+    assert_raises_before_any_update(tmp_path, BrokenEnv(fault, nan_env=2), message,
+                                    non_finite_obs="reset", validate_env_output=False)
+
+
+class TimeOutsEnv(BrokenEnv):
+    """Env 1's episode ends at steps 1 and 5 (one in each 4-step rollout) with ``flags`` =
+    ``(terminated, truncated)``, and every step reports the time-outs in ``info["time_outs"]``."""
+
+    TIME_OUTS = {1, 5}
+
+    def __init__(self, flags, nan_env=None):
+        super().__init__("none", nan_env)
+        self.ends = {(t, 1): flags for t in self.TIME_OUTS}
+
+    def step(self, actions):
+        result = super().step(actions)
+        result.info["time_outs"] = torch.tensor([False, self.t - 1 in self.TIME_OUTS, False])
+        return result
+
+
+def protocol_warnings(runner, rollouts):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(rollouts):
+            runner._collect()
+    return [str(w.message) for w in caught if issubclass(w.category, EpisodeProtocolWarning)]
+
+
+@pytest.mark.parametrize(
+    "env,expected",
+    [(TimeOutsEnv((True, False)), [r"^info\['time_outs'\] differs from truncated for env ids \[1\]"]),
+     (TimeOutsEnv((False, True)), []),
+     (TimeOutsEnv((False, True), nan_env=2), [])],  # a blow-up made truncated by the Runner is no disagreement
+    ids=["timeout_sent_as_terminated", "timeout_sent_as_truncated", "blow_up_elsewhere"],
+)
+@pytest.mark.parametrize("validate", [True, False])
+def test_time_outs_that_disagree_with_truncated_warn_once_naming_env_ids(env, expected, validate):
+    runner = Runner(env, tiny_cfg(validate_env_output=validate, non_finite_obs="reset"))
+    messages = protocol_warnings(runner, 2)  # both rollouts hold a disagreement: one warning
+    assert len(messages) == len(expected), messages
+    for message, pattern in zip(messages, expected):
+        assert re.search(pattern, message), message
+
+
+class DeclaredLimitEnv(ScriptedEnv):
+    """Declares a time limit of 3 steps but never truncates: env 0 times out at step 2 (its 3rd
+    step, on the limit), env 1 falls at step 1, env 2 runs on."""
+
+    max_episode_length = 3
+
+    def __init__(self):
+        super().__init__(3, {(2, 0): (False, True), (1, 1): (True, False)})
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_env_that_runs_past_its_declared_time_limit_warns_once_naming_env_ids(validate):
+    runner = Runner(DeclaredLimitEnv(), tiny_cfg(validate_env_output=validate))
+    # rollout 1: env 2's 4th step (t=3) passes the limit; envs 0 and 1 restarted within it.
+    # rollout 2: all three pass it, but the warning was given already.
+    messages = protocol_warnings(runner, 2)
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("env ids [2] ran past the time limit max_episode_length=3 without truncated")
+
+
+def test_time_limited_env_with_falls_and_blow_ups_raises_no_time_limit_warning():
+    env = TimeLimitEnv(num_envs=16, episode_length=5, fall_probability=0.1, nan_probability=0.05)
+    assert declared_time_limit(env) == 5
+    runner = Runner(env, tiny_cfg(non_finite_obs="reset"))
+    assert protocol_warnings(runner, 12) == []  # 48 steps: every env timed out several times
+
+
+def test_checks_that_run_on_every_step_without_validation_read_no_tensor_data():
+    # meta tensors have shapes but no data: any read of values (a host sync on GPU) raises
+    def meta(*shape, dtype=torch.float32):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+
+    flags = meta(3, dtype=torch.bool)
+    result = StepResult({"policy": meta(3, 1), "critic": meta(3, 2)}, meta(3), flags, flags,
+                        {"policy": meta(1, 1), "critic": meta(1, 2)}, meta(1, dtype=torch.long), {"time_outs": flags})
+    check_contract(3, result, {"policy": (1,), "critic": (2,)}, "meta", ids=False)
+    watch = FlagWatch(time_limit=3)
+    watch.flags(result.info, result.truncated)
+    watch.lengths(meta(3), result.truncated)
+    with pytest.raises(NotImplementedError):  # the ids check reads them
+        check_contract(3, result, {"policy": (1,), "critic": (2,)}, "meta", ids=True)

@@ -74,6 +74,12 @@ class IsaacApiVecEnv:
         """``A``: the total action size of the env's action manager."""
         return int(base.action_manager.total_action_dim)
 
+    @property
+    def max_episode_length(self) -> int | None:
+        """The simulator's time limit in policy steps, when it declares one (the Runner warns on envs
+        that run past it without ``truncated``)."""
+        return getattr(self.unwrapped, "max_episode_length", None)
+
     # ------------------------------------------------------------------ groups
     def _groups_for(self, obs: Mapping[str, Any]) -> dict[str, str]:
         """Protocol group -> env group, resolved once from the first observation dict the env returns."""

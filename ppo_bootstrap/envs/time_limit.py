@@ -51,6 +51,11 @@ class TimeLimitEnv:
         self.step_count = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.obs: ObsGroups = {}
 
+    @property
+    def max_episode_length(self) -> int:
+        """The declared time limit (:func:`ppo_bootstrap.episode.declared_time_limit`): ``episode_length``."""
+        return self.episode_length
+
     def _sample_obs(self, n: int) -> ObsGroups:
         obs = {POLICY: torch.randn(n, self.obs_dim, generator=self.generator, device=self.device)}
         if self.privileged_dim:

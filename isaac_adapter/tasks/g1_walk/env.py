@@ -190,10 +190,14 @@ class G1WalkEnv(G1WalkTask):
         return {"model_variant": cfg.model_variant, "sim_dt": cfg.sim_dt, "decimation": cfg.decimation,
                 "num_envs": cfg.num_envs, "backend": type(self.backend).__name__}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        # physics rows of another model would load silently and continue nonsense
+    def check_state_dict(self, state: dict[str, Any]) -> None:
+        """Raise ``ValueError`` unless ``state`` was saved by an env of this model, timing, size and
+        backend (physics rows of another model would load silently and continue nonsense)."""
         saved, current = state.get("physics"), self._physics_signature()
         if saved is not None and saved != current:
             raise ValueError(f"env state was saved for {saved}, this env is {current}")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.check_state_dict(state)
         self.backend.load_state_dict(state["backend"])
         self._load_task_state_dict(state)
