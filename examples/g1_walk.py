@@ -1,27 +1,31 @@
-"""Train the Unitree G1 to follow velocity commands; by default on CPU with the embedded MuJoCo backend.
+"""Train, evaluate and watch the Unitree G1 walking, as Isaac Lab's train.py / play.py do.
 
-    python examples/g1_walk.py                                   # 64 envs, all cores
-    python examples/g1_walk.py --iterations 3000 --log-dir runs/g1_walk
-    python examples/g1_walk.py --checkpoint runs/g1_walk/model_500.pt  # resume exactly
-    python examples/g1_walk.py --device cuda --backend warp --num-envs 4096   # MuJoCo Warp on a GPU
-    torchrun --nproc-per-node 2 examples/g1_walk.py --device cuda --backend warp --num-envs 4096
-    python examples/g1_walk.py --eval runs/g1_walk/model_1500.pt --sweep 0.60,0.50,0.45
-    python examples/g1_walk.py --play runs/g1_walk/model_1500.pt --video g1.gif      # watch it
-    python examples/g1_walk.py --sim isaaclab --device cuda --num-envs 4096 --gait-clock   # the task on Isaac Lab
-    python examples/g1_walk.py --sim isaaclab --task Isaac-Velocity-Flat-G1 --device cuda --num-envs 4096
-    python examples/g1_walk.py --replay clip.pt --video isaac.gif    # render states recorded on Isaac Lab
-    tensorboard --logdir runs
+    python examples/g1_walk.py                                   # device auto: GPU + MuJoCo Warp, else CPU MuJoCo
+    python examples/g1_walk.py --task G1-Walk-Clock-v0 --num_envs 4096 --max_iterations 600
+    python examples/g1_walk.py --resume                          # the newest run of the experiment, its newest checkpoint
+    python examples/g1_walk.py --resume --load_run 2026-11-30.* --checkpoint model_500.pt
+    python examples/g1_walk.py --sim isaaclab --num_envs 4096    # the same task on Isaac Lab (Python 3.12)
+    python examples/g1_walk.py --task Isaac-Velocity-Flat-G1 --num_envs 4096
+    python examples/g1_walk.py --eval docs/checkpoints/g1_clock_it1296.pt   # the task comes from the checkpoint
+    python examples/g1_walk.py --play docs/checkpoints/g1_clock_it1296.pt --video g1.gif
+    torchrun --nproc-per-node 2 examples/g1_walk.py --device cuda --num_envs 4096
+    tensorboard --logdir logs
 
-The console prints one block per iteration (steps/s, losses, falls by cause vs timeouts);
-TensorBoard logs and ``model_<iteration>.pt`` checkpoints go to ``--log-dir``.
+Tasks (``--task``, see ``isaac_adapter.tasks.registry``): G1-Walk-Clock-v0 (default; the recipe that
+walks), G1-Walk-v0, Isaac-Velocity-Flat-G1, Isaac-Velocity-Rough-G1, Mjlab-Velocity-Flat-Unitree-G1.
+A run writes ``logs/<experiment>/<date>_<run>/``: params/env.yaml, params/agent.yaml, git state,
+model_<it>.pt, metrics.jsonl, TensorBoard events and exported/policy.onnx + policy.pt. Usage errors
+are one line; ``--debug`` shows tracebacks.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
+from pathlib import Path
 
 # running the file directly puts examples/ on sys.path, not the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,54 +34,61 @@ if "--play" in sys.argv or "--replay" in sys.argv:  # MuJoCo picks its OpenGL ba
 
 import torch  # noqa: E402
 
-from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, distributed  # noqa: E402
+from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, checkpoint, distributed  # noqa: E402
+from ppo_bootstrap.run_dir import find_checkpoint, new_run_dir, write_git_state, write_params  # noqa: E402
 
-from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
+from isaac_adapter.tasks import registry  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
-from isaac_adapter.tasks.g1_walk.config import walk_config  # noqa: E402
-from isaac_adapter.tasks.g1_walk.env import BACKENDS  # noqa: E402
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig  # noqa: E402
 
-TASKS = ("G1-Walk", "Isaac-Velocity-Flat-G1", "Isaac-Velocity-Rough-G1")
+# what a CPU run of the default task gives, measured on 2 cores (README: "What a CPU run gives")
+CPU_ITERATIONS = 300
+GPU_ITERATIONS = 1500
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # no abbreviations: "--ev m.pt" must not be taken for --eval here while eval_argv misses it
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
-    parser.add_argument("--num-envs", type=int, default=64, help="envs per process")
-    parser.add_argument("--iterations", type=int, default=1500)
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (under torchrun each rank takes cuda:<local rank>)")
-    parser.add_argument("--backend", choices=sorted(BACKENDS), default="mujoco",
-                        help="--sim mujoco's physics: mujoco (CPU threads) or warp (MuJoCo Warp on --device)")
-    parser.add_argument("--sim", choices=("mujoco", "isaaclab"), default="mujoco",
-                        help="mujoco: the embedded backends; isaaclab: Isaac Lab 3 kit-less (Python 3.12, "
-                        "ISAACSIM_ASSET_ROOT from python -m isaac_adapter.isaaclab.assets)")
-    parser.add_argument("--task", choices=TASKS, default=TASKS[0],
-                        help="G1-Walk: this project's task (any --sim); Isaac-Velocity-*-G1: Isaac Lab's own (--sim isaaclab)")
-    parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
-    parser.add_argument("--gait-clock", action="store_true",
-                        help="the task with a 0.8 s gait clock in the observation and its rewards (train, --eval, --play alike)")
-    parser.add_argument("--checkpoint", default=None, help="resume from this model_<it>.pt")
+    parser.add_argument("--task", default=None, help=f"a registered task (default {registry.DEFAULT_TASK}; "
+                        "with --eval/--play/--resume: the checkpoint's)")
+    parser.add_argument("--sim", default="auto", choices=("auto", *registry.SIMS),
+                        help="physics: auto (MuJoCo Warp on a GPU, else MuJoCo on CPU), mujoco, warp, isaaclab, mjlab")
+    parser.add_argument("--backend", choices=("mujoco", "warp"), default=None, help="older spelling of --sim")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (under torchrun rank r takes cuda:r)")
+    parser.add_argument("--num_envs", "--num-envs", type=int, default=None, help="envs per process (default: 64 on CPU, 4096 on a GPU)")
+    parser.add_argument("--max_iterations", "--iterations", type=int, default=None,
+                        help=f"PPO iterations (default: {CPU_ITERATIONS} on CPU, {GPU_ITERATIONS} on a GPU)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--log-dir", default=None, help="default: runs/g1_walk/<date_time>")
-    parser.add_argument("--num-steps-per-env", type=int, default=24)
+    parser.add_argument("--gait-clock", action="store_true", help="older spelling of --task G1-Walk-Clock-v0")
+    parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=None, help="G1 MJCF (G1-Walk tasks)")
+    # run folders and resume, as Isaac Lab names them
+    parser.add_argument("--experiment_name", default=None, help="logs/<experiment_name>/ (default: the task id)")
+    parser.add_argument("--run_name", default="", help="suffix of the run folder's date")
+    parser.add_argument("--log_root", default="logs")
+    parser.add_argument("--log-dir", default=None, help="write the run here instead of logs/<experiment>/<date>_<run>")
+    parser.add_argument("--resume", action="store_true", help="continue the newest run's newest checkpoint")
+    parser.add_argument("--load_run", default=".*", help="--resume: runs whose folder name matches this regex")
+    parser.add_argument("--checkpoint", default=None,
+                        help="--resume: checkpoint file name (regex) in the run; or a checkpoint path to resume from")
     parser.add_argument("--save-interval", type=int, default=50)
+    parser.add_argument("--num-steps-per-env", type=int, default=24)
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact",
                         help="value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, or none (a fall)")
-    parser.add_argument(
-        "--torch-threads", type=int, default=1,
-        help="CPU threads for torch; physics already uses every core, and spinning torch threads "
-        "competing with it made 64-env policy inference 25x slower on 2 cores (0: torch default)",
-    )
+    parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: the Runner's choice)")
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the per-step env contract checks (each costs a host sync on GPU)")
+    parser.add_argument("--headless", action="store_true", help="accepted for Isaac Lab scripts; nothing here opens a window")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    # play and replay
     parser.add_argument("--play", metavar="CHECKPOINT", default=None,
-                        help="run CHECKPOINT in one env on CPU MuJoCo and write a GIF (--video)")
-    parser.add_argument("--video", default="g1_play.gif", help="--play: where the GIF goes")
-    parser.add_argument("--play-seconds", type=float, default=8.0)
+                        help="run CHECKPOINT in one env on CPU MuJoCo, write a clip (--video) and export the policy")
+    parser.add_argument("--video", default="g1_play.gif", help="--play / --replay: the clip (.gif, or .mp4 with imageio-ffmpeg)")
+    parser.add_argument("--video_length", "--play-seconds", dest="video_length", type=float, default=8.0,
+                        help="--play: seconds of the clip")
     parser.add_argument("--command", default="0.5,0.0,0.0", help="--play: v_x,v_y,w_z held during the clip")
-    parser.add_argument("--size", default="480x320", help="--play: frame WIDTHxHEIGHT")
-    parser.add_argument("--fps", type=int, default=25, help="--play: frames per second of the GIF")
+    parser.add_argument("--size", default="320x240", help="--play: frame WIDTHxHEIGHT")
+    parser.add_argument("--fps", type=int, default=17, help="--play: frames per second of the clip")
     parser.add_argument("--replay", metavar="STATES", default=None,
                         help="render states recorded in another simulator ({'qpos': [T, envs, 7 + J], 'dt'}, as "
                         "benchmarks/isaaclab_g1.py saves them) to --video")
@@ -86,8 +97,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="evaluate CHECKPOINT instead of training; every other flag is examples/g1_eval.py's "
                         "(--sweep 0.60,0.50,0.45 --dataset out.parquet --num-envs ... --horizon-s ...)")
     args = parser.parse_args(argv)
-    if args.task != TASKS[0] and args.sim != "isaaclab":
-        parser.error(f"--task {args.task} is Isaac Lab's own task: add --sim isaaclab")
+    if args.backend is not None:
+        args.sim = args.backend
+    if args.gait_clock:
+        if args.task not in (None, "G1-Walk-Clock-v0"):
+            parser.error(f"--gait-clock is the task G1-Walk-Clock-v0, not {args.task}")
+        args.task = "G1-Walk-Clock-v0"
     return args
 
 
@@ -107,99 +122,197 @@ def eval_argv(argv: list[str]) -> list[str] | None:
 
 def main(argv: list[str] | None = None) -> Runner | None:
     argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv
+    try:
+        return run(argv)
+    except (registry.UsageError, checkpoint.CheckpointError if hasattr(checkpoint, "CheckpointError") else registry.UsageError,
+            FileNotFoundError) as err:
+        if debug:
+            raise
+        raise SystemExit(f"error: {err}") from None
+
+
+def run(argv: list[str]) -> Runner | None:
     forwarded = eval_argv(argv)
     if forwarded is not None:
         from g1_eval import main as evaluate  # examples/g1_eval.py, beside this file
 
-        evaluate(forwarded)
+        evaluate([a for a in forwarded if a != "--debug"])
         return None
     args = parse_args(argv)
-    if args.play:
-        play(args)
-        return None
     if args.replay:
         replay(args)
         return None
-    if args.sim == "isaaclab":
-        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root, require_isaaclab
+    if args.play:
+        play(args)
+        return None
+    return train(args)
 
-        try:  # before any env is built: one line that names the fix
-            require_isaaclab()
-            asset_root()
-        except IsaacLabSetupError as err:
-            raise SystemExit(f"error: {err}") from None
-    if args.torch_threads > 0:
-        torch.set_num_threads(args.torch_threads)
-    device = distributed.init_from_env(args.device)  # a no-op unless launched by torchrun
+
+def resume_path(args: argparse.Namespace, experiment: str) -> Path | None:
+    """The checkpoint to continue from: ``--checkpoint PATH``, or with ``--resume`` the newest one."""
+    if args.checkpoint and Path(args.checkpoint).is_file() and not args.resume:
+        return Path(args.checkpoint)
+    if not args.resume:
+        if args.checkpoint:
+            raise registry.UsageError(f"--checkpoint {args.checkpoint} is no file; to search the runs, add --resume")
+        return None
+    return find_checkpoint(args.log_root, experiment, args.load_run, args.checkpoint or r"model_\d+\.pt")
+
+
+def train(args: argparse.Namespace) -> Runner:
+    # everything that can be refused is refused before the env is built
+    task_id = args.task
+    experiment = args.experiment_name or (task_id or registry.DEFAULT_TASK)
+    start = resume_path(args, experiment)
+    if start is not None and task_id is None:
+        task_id = registry.checkpoint_task(checkpoint.read(start), str(start))[0].id
+        experiment = args.experiment_name or task_id
+    spec = registry.get_task(task_id or registry.DEFAULT_TASK)
+    device = distributed.init_from_env(None if args.device == "auto" else args.device)
+    sim, env_device = registry.resolve(spec, args.sim, "auto" if args.device == "auto" else str(device))
+    registry.check_sim(sim)
+    if distributed.is_distributed():
+        env_device = str(device) if sim != "mujoco" else "cpu"
+    on_gpu = env_device.startswith("cuda")
+    num_envs = args.num_envs or (4096 if on_gpu else 64)
+    iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
     rank = distributed.rank()
-    log_dir = args.log_dir or os.path.join("runs", "g1_walk", time.strftime("%Y-%m-%d_%H-%M-%S"))
-    env = make_env(args, device, rank)
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+
+    task_overrides = {"model_variant": args.model_variant} if args.model_variant and spec.is_g1_walk else {}
+    env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, **task_overrides)
     cfg = RunnerConfig(
         num_steps_per_env=args.num_steps_per_env,
         save_interval=args.save_interval,
-        log_dir=log_dir,
+        log_dir=None,
         seed=args.seed,
         validate_env_output=not args.no_validate,
         ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
-    runner = Runner(env, cfg, device=device)
-    if args.checkpoint:
-        runner.load(args.checkpoint)
-        if rank == 0:
-            print(f"resumed from {args.checkpoint} at iteration {runner.iteration}")
+    log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
-        physics = args.backend if args.sim == "mujoco" else "Isaac Lab (Newton, MuJoCo-Warp)"
-        print(f"{args.task}: {args.num_envs} envs x {distributed.world_size()} process(es) on {physics}, logs in {log_dir}")
-    runner.learn(args.iterations)
+        log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        write_params(log_dir, {"task": spec.id, "sim": sim, "device": env_device, **registry.env_params(env)},
+                     dataclasses.asdict(cfg))
+        write_git_state(log_dir)
+    cfg.log_dir = str(log_dir) if log_dir else None
+    runner = Runner(env, cfg, device=device if sim != "mujoco" else device)
+    if hasattr(runner, "metadata"):
+        runner.metadata = {"id": spec.id, "sim": sim, "env": registry.env_params(env)}
+    if start is not None:
+        runner.load(start)
+        if rank == 0:
+            print(f"resumed from {start} at iteration {runner.iteration}")
+    if rank == 0:
+        print(f"{spec.id}: {num_envs} envs x {distributed.world_size()} process(es) on {sim} ({env_device}), "
+              f"{iterations} iterations, run folder {log_dir}")
+        print(expectation(spec, sim, num_envs, iterations, args.num_steps_per_env))
+    runner.learn(iterations)
+    if rank == 0:
+        finish(runner, spec, sim, env, Path(cfg.log_dir))
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()
     return runner
 
 
-def make_env(args: argparse.Namespace, device: torch.device, rank: int):
-    """The env the flags ask for, as a ``VecEnv``."""
-    seed = args.seed + rank
-    if args.sim == "isaaclab":
-        if args.task == "G1-Walk":
-            from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
-
-            return make_g1_direct_env(task_config(args, num_envs=args.num_envs, seed=seed, device=str(device)))
-        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
-
-        return make_velocity_g1_env(args.task, num_envs=args.num_envs, device=str(device))
-    # MuJoCo on CPU keeps the env's tensors on the CPU (the Runner moves them); Warp steps on the device.
-    env_device = str(device) if args.backend == "warp" else "cpu"
-    return G1WalkEnv(task_config(args, num_envs=args.num_envs, seed=seed, device=env_device), backend=args.backend)
+def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: int, steps: int) -> str:
+    """What the run will reach, said before it starts (measured figures: README, BENCHMARKS.md)."""
+    samples = num_envs * steps * iterations
+    if spec.id == "G1-Walk-Clock-v0":
+        if samples < 20e6:
+            return (f"expect: {samples / 1e6:.1f}M env steps teach the G1 to stay up longer, not to walk; the gait "
+                    "acceptance took 30-50M env steps (4,096 envs on a GPU, about 5 min on an H200)")
+        return f"expect: {samples / 1e6:.0f}M env steps; the gait acceptance took 30-50M env steps on MuJoCo Warp and Isaac Lab"
+    if spec.id == "G1-Walk-v0":
+        return "expect: this recipe (no gait clock) learns to stand and shuffle, not to step; use G1-Walk-Clock-v0 to walk"
+    return f"expect: {samples / 1e6:.1f}M env steps of {spec.id}; Isaac Lab trains its G1 tasks for 1,500 iterations"
 
 
-def task_config(args: argparse.Namespace, **kwargs) -> G1WalkConfig:
-    """The task the flags ask for (the default task, or the gait-clock variant)."""
-    return walk_config(args.gait_clock, model_variant=args.model_variant, **kwargs)
+def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
+    """After training: export the policy, judge it on the training env, say what was written where."""
+    written = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))[-1:]
+    exported = export(runner, log_dir / "exported")
+    verdict = None
+    if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
+        from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
+        from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+
+        task = getattr(env, "unwrapped", env)
+        probe = G1WalkProbe(env, task)
+        policy = ActorCriticPolicy(runner.policy, env.num_envs, runner.device)
+        with torch.no_grad():
+            report = Evaluator(probe, EvalConfig(horizon_s=5.0, seed=0)).evaluate(policy)
+        s, verdict = report.summary(), report.verdict()
+        failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
+        print(f"evaluation (5 s, forward 0.5 m/s, {env.num_envs} envs): falls {s['fall_rate']:.1%}, tracking error "
+              f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
+              + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
+    print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
+
+
+def export(runner: Runner, directory: Path) -> list[Path]:
+    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``."""
+    from ppo_bootstrap.env import POLICY
+    from ppo_bootstrap.export import export_policy
+
+    return sorted(export_policy(runner.policy, runner.obs[POLICY].shape[-1], directory).values())
+
+
+def play_config(path: str, args: argparse.Namespace) -> G1WalkConfig:
+    """The G1 task a checkpoint was trained on, for one env on CPU MuJoCo."""
+    from isaac_adapter.tasks.g1_walk.config import walk_config
+
+    spec, env_params = registry.checkpoint_task(checkpoint.read(path), path)
+    if args.task and args.task != spec.id:
+        raise registry.UsageError(f"{path} was trained on {spec.id}, not --task {args.task}")
+    if not spec.is_g1_walk:
+        raise registry.UsageError(f"--play renders the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
+    variant = args.model_variant or env_params.get("model_variant", G1WalkConfig.model_variant)
+    return walk_config(spec.gait_clock, num_envs=1, seed=args.seed, model_variant=variant)
 
 
 def play(args: argparse.Namespace) -> None:
-    from isaac_adapter.evaluation import ActorCriticPolicy
-    from isaac_adapter.tasks.g1_walk.render import render_rollout, save_gif
+    from ppo_bootstrap.export import export_policy
 
-    env = G1WalkEnv(task_config(args, num_envs=1, seed=args.seed))
+    from isaac_adapter.evaluation import ActorCriticPolicy
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk import render
+
+    if not Path(args.play).is_file():
+        raise FileNotFoundError(f"--play {args.play}: no such checkpoint")
+    try:
+        render.video_format(args.video)  # an MP4 without its encoder fails now, not after rendering
+    except ImportError as err:
+        raise registry.UsageError(str(err)) from None
+    env = G1WalkEnv(play_config(args.play, args))
     env.reset(seed=args.seed)
     obs = env.set_commands(torch.tensor([float(x) for x in args.command.split(",")]))
     policy = ActorCriticPolicy.from_checkpoint(args.play, obs, env.num_actions)
     width, height = (int(x) for x in args.size.split("x"))
-    frames, frame_s = render_rollout(env, policy, args.play_seconds, width=width, height=height, fps=args.fps)
-    save_gif(frames, args.video, frame_s)
-    print(f"wrote {args.video}: {len(frames)} frames, {args.play_seconds:.1f} s at command {args.command}")
+    t0 = time.perf_counter()
+    frames, frame_s = render.render_rollout(env, policy, args.video_length, width=width, height=height, fps=args.fps,
+                                            progress=None)
+    render.save_video(frames, args.video, frame_s)
+    # as Isaac Lab's play.py: the exported actor goes beside the checkpoint
+    exported = export_policy(policy.policy, obs["policy"].shape[-1], Path(args.play).resolve().parent / "exported")
+    size = Path(args.video).stat().st_size / 1e6
+    print(f"wrote {args.video}: {len(frames)} frames, {args.video_length:.1f} s at command {args.command}, "
+          f"{size:.1f} MB, in {time.perf_counter() - t0:.0f} s; exported {', '.join(str(p) for p in exported.values())}")
 
 
 def replay(args: argparse.Namespace) -> None:
-    from isaac_adapter.tasks.g1_walk.render import replay as render_replay, save_gif
+    from isaac_adapter.tasks.g1_walk.render import replay as render_replay, save_video
 
     recorded = torch.load(args.replay, map_location="cpu")
     width, height = (int(x) for x in args.size.split("x"))
     qpos = recorded["qpos"][:, args.replay_env]
-    frames, frame_s = render_replay(qpos, recorded["dt"], args.model_variant, width, height, args.fps)
-    save_gif(frames, args.video, frame_s)
+    frames, frame_s = render_replay(qpos, recorded["dt"], args.model_variant or G1WalkConfig.model_variant,
+                                    width, height, args.fps, progress=None)
+    save_video(frames, args.video, frame_s)
     print(f"wrote {args.video}: {len(frames)} frames, {len(qpos) * recorded['dt']:.1f} s recorded")
 
 

@@ -109,6 +109,24 @@ def test_first_done_freeze_and_outcomes():
         assert row.falls == 1 and row.timeouts == 1
 
 
+def test_progress_counts_steps_and_sets_and_changes_no_number(capsys):
+    cfg = EvalConfig(horizon_s=10 * DT, commands=None)
+    quiet = Evaluator(FallingProbe(FallingEnv()), cfg).evaluate(zero_policy(1), sweep_heights=(0.5, 0.45))
+    assert capsys.readouterr().err == ""  # off by default
+    calls = []
+    shown = Evaluator(FallingProbe(FallingEnv()), cfg, progress=lambda done, total: calls.append((done, total)))
+    report = shown.evaluate(zero_policy(1), sweep_heights=(0.5, 0.45))
+    # 10 steps (env 2 never ends: no early stop), then 4 sets: training rule, evaluation rule, 2 heights
+    assert calls == [(k, 10) for k in range(1, 11)] + [(k, 4) for k in range(1, 5)]
+    assert report.trace.fingerprint() == quiet.trace.fingerprint()
+    assert report.summary() == quiet.summary()
+    assert report.format() == quiet.format()
+
+    Evaluator(FallingProbe(FallingEnv()), cfg, progress=True).evaluate(zero_policy(1))
+    err = capsys.readouterr().err
+    assert "evaluate" in err and "10/10" in err and "sweep" in err
+
+
 def test_dataset_from_the_evaluator_separates_episodes(tmp_path):
     evaluator = Evaluator(FallingProbe(FallingEnv()), EvalConfig(horizon_s=10 * DT, commands=None))
     with EpisodeDatasetWriter(tmp_path / "e.parquet", 3, DT, cause_names=CAUSE_NAMES) as writer:

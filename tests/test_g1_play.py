@@ -1,9 +1,12 @@
-"""``examples/g1_walk.py --play`` renders a checkpoint to a GIF (skipped where no headless OpenGL exists)."""
+"""Playing a checkpoint: ``examples/g1_walk.py --play`` renders it to a GIF, the library renders with
+progress to MP4 or a GIF of bounded size (rendering tests skipped where no headless OpenGL exists)."""
 
+import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,3 +34,83 @@ def test_play_writes_a_gif_of_the_policy(tmp_path):
     with Image.open(out) as gif:
         assert gif.size == (64, 48)
         assert gif.n_frames == 10  # 0.4 s of 20 ms policy steps, every second one at 25 fps
+
+
+# Renders 0.5 s of the policy at the default 320x240 and 15 fps (every 3rd 20 ms step: 9 frames) with a
+# progress bar, writes it as MP4 (where imageio-ffmpeg is installed) and GIF, and prints what it wrote.
+RENDER_SCRIPT = f"""
+import json, os, sys, torch
+from isaac_adapter.evaluation import ActorCriticPolicy
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.tasks.g1_walk.config import walk_config
+from isaac_adapter.tasks.g1_walk.render import render_rollout, save_video
+env = G1WalkEnv(walk_config(True, num_envs=1, seed=0))
+env.reset(seed=0)
+obs = env.set_commands(torch.tensor([0.5, 0.0, 0.0]))
+policy = ActorCriticPolicy.from_checkpoint({CHECKPOINT!r}, obs, env.num_actions)
+frames, frame_s = render_rollout(env, policy, 0.5, progress=True)
+out = sys.argv[1]
+paths = [os.path.join(out, "play.gif")]
+try:
+    import imageio_ffmpeg
+    paths.append(os.path.join(out, "play.mp4"))
+except ImportError:
+    pass
+for path in paths:
+    save_video(frames, path, frame_s)
+print(json.dumps({{"frames": len(frames), "shape": list(frames[0].shape), "frame_s": frame_s, "paths": paths}}))
+"""
+
+
+@pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
+def test_render_rollout_shows_progress_and_writes_mp4_and_a_small_gif(tmp_path):
+    from PIL import Image
+
+    env = dict(os.environ, MUJOCO_GL="egl")
+    done = subprocess.run([sys.executable, "-c", RENDER_SCRIPT, str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "render" in done.stderr and "9/9" in done.stderr  # the progress bar, on stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["frames"] == 9 and result["shape"] == [240, 320, 3]
+    assert result["frame_s"] == pytest.approx(0.06)
+
+    gif = tmp_path / "play.gif"
+    with Image.open(gif) as image:
+        assert image.size == (320, 240) and image.n_frames == 9
+        assert image.info["duration"] == 60
+    # An 8 s clip must stay under 3 MB: 134 frames at this rate, so at most 3 MB * 9 / 134 here (the
+    # first frame, stored whole, weighs more in a short clip). Per-frame palettes with dithering took
+    # 33 kB a frame (4.4 MB for 8 s); the shared palette 14 kB.
+    assert gif.stat().st_size < 3e6 * 9 / 134, gif.stat().st_size
+
+    mp4 = tmp_path / "play.mp4"
+    if str(mp4) in result["paths"]:
+        import imageio_ffmpeg
+
+        reader = imageio_ffmpeg.read_frames(str(mp4))
+        meta = next(reader)
+        assert meta["size"] == (320, 240) and meta["fps"] == pytest.approx(1 / 0.06, rel=1e-3)
+        assert sum(1 for _ in reader) == 9
+
+
+def test_save_video_mp4_of_odd_sized_frames_and_its_missing_encoder(tmp_path, monkeypatch):
+    from isaac_adapter.tasks.g1_walk.render import save_video, video_format
+
+    frames = [np.full((47, 63, 3), 10 * k, dtype=np.uint8) for k in range(5)]
+    save_video(frames, tmp_path / "clip.gif", 0.04)
+    assert video_format(tmp_path / "clip.gif") == "gif"
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        imageio_ffmpeg = None
+    if imageio_ffmpeg is not None:
+        save_video(frames, tmp_path / "clip.mp4", 0.04)
+        reader = imageio_ffmpeg.read_frames(str(tmp_path / "clip.mp4"))
+        assert next(reader)["size"] == (64, 48)  # padded to the even sides H.264 needs
+        assert sum(1 for _ in reader) == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.gif"] + (["clip.mp4"] if imageio_ffmpeg else [])
+
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"pip install imageio-ffmpeg, or use a \.gif path"):
+        video_format(tmp_path / "other.MP4")

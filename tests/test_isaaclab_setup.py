@@ -40,12 +40,12 @@ def test_training_script_stops_before_building_with_one_line(capsys):
     assert ("Python 3.12" in message and "scripts/isaaclab_tier.sh" in message) or "pip install" in message
 
 
-def test_isaac_lab_tasks_need_the_isaac_lab_sim(capsys):
+def test_isaac_lab_tasks_need_the_isaac_lab_sim():
     import g1_walk
 
-    with pytest.raises(SystemExit):
-        g1_walk.parse_args(["--task", "Isaac-Velocity-Flat-G1"])
-    assert "add --sim isaaclab" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        g1_walk.main(["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco"])
+    assert str(stop.value) == "error: Isaac-Velocity-Flat-G1 runs on --sim isaaclab, not mujoco"
 
 
 def test_task_drives_are_the_mujoco_servos():

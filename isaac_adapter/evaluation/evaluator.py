@@ -29,6 +29,7 @@ from ppo_bootstrap import checkpoint
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv
 from ppo_bootstrap.episode import State, done_mask, reset_memory
 from ppo_bootstrap.modules.actor_critic import ActorCritic
+from ppo_bootstrap.progress import Progress, ProgressReporter
 
 from isaac_adapter.evaluation.dataset import EpisodeDatasetWriter
 from isaac_adapter.evaluation.gait import (
@@ -287,12 +288,17 @@ class Evaluator:
         evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0))
         report = evaluator.evaluate(policy, sweep_heights=(0.60, 0.50, 0.45))
         print(report.format())
+
+    ``progress`` reports the rollout's steps and the sweep's threshold sets
+    (:data:`ppo_bootstrap.progress.Progress`: ``True`` for a bar on stderr, a callable ``(done, total)``
+    for one's own display); off by default. It never changes what is evaluated.
     """
 
-    def __init__(self, probe: EvalProbe, cfg: EvalConfig | None = None) -> None:
+    def __init__(self, probe: EvalProbe, cfg: EvalConfig | None = None, progress: Progress = False) -> None:
         self.probe = probe
         self.env = probe.env
         self.cfg = cfg or EvalConfig()
+        self.progress = progress
         self.horizon_steps = round(self.cfg.horizon_s / probe.dt)
         if self.horizon_steps < 1:
             raise ValueError(f"horizon_s={self.cfg.horizon_s} is shorter than one policy step ({probe.dt} s)")
@@ -314,20 +320,22 @@ class Evaluator:
             policy.reset(torch.ones(env.num_envs, dtype=torch.bool))
         builder = TraceBuilder(self.horizon_steps, probe.dt, probe.current().root_pos_w)
         ended_once = torch.zeros(env.num_envs, dtype=torch.bool)
-        for _ in range(self.horizon_steps):
-            actions = policy(obs)
-            result = env.step(actions)
-            sample = probe.after_step(result)
-            builder.add(sample, result.reward, result.terminated, result.truncated)
-            if recorder is not None:
-                recorder.add_step(obs, actions, result, cause=sample.env_cause)
-            done = done_mask(result.terminated, result.truncated).cpu()
-            if hasattr(policy, "reset"):
-                policy.reset(done)
-            ended_once |= done
-            obs = result.obs
-            if self.cfg.stop_early and recorder is None and bool(ended_once.all()):
-                break  # every window is closed: later steps are never judged
+        with ProgressReporter(self.horizon_steps, "evaluate", self.progress) as bar:
+            for _ in range(self.horizon_steps):
+                actions = policy(obs)
+                result = env.step(actions)
+                sample = probe.after_step(result)
+                builder.add(sample, result.reward, result.terminated, result.truncated)
+                if recorder is not None:
+                    recorder.add_step(obs, actions, result, cause=sample.env_cause)
+                done = done_mask(result.terminated, result.truncated).cpu()
+                if hasattr(policy, "reset"):
+                    policy.reset(done)
+                ended_once |= done
+                obs = result.obs
+                bar.update()
+                if self.cfg.stop_early and recorder is None and bool(ended_once.all()):
+                    break  # every window is closed: later steps are never judged
         return builder.build()
 
     def judge(self, trace: RolloutTrace, sweep_sets: list[ThresholdSet] | None = None) -> EvalReport:
@@ -348,7 +356,7 @@ class Evaluator:
         acceptance = accept(judgement.outcome != FALL, metrics, self.cfg.gait)
         sets = ([training_rule] if training_rule is not None else []) + [eval_rule]
         sets += [s for s in (sweep_sets or []) if s != eval_rule]
-        sweep_result = sweep(trace, sets, (metrics, self.cfg.gait), training_rule)
+        sweep_result = sweep(trace, sets, (metrics, self.cfg.gait), training_rule, self.progress)
         return EvalReport(trace, judgement, training_judgement, mismatches, terminal, metrics, acceptance,
                           sweep_result, self.cfg)
 

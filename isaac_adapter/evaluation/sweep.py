@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ppo_bootstrap.progress import Progress, ProgressReporter
+
 from isaac_adapter.evaluation.gait import GaitMetrics, GaitThresholds, accept
 from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, FallJudgement, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
@@ -88,20 +90,25 @@ def sweep(
     threshold_sets: list[ThresholdSet],
     gait: tuple[GaitMetrics, GaitThresholds] | None = None,
     training_rule: ThresholdSet | None = None,
+    progress: Progress = False,
 ) -> SweepResult:
-    """Judge ``trace`` with each set; gait metrics (computed once) give each set's acceptance count."""
+    """Judge ``trace`` with each set; gait metrics (computed once) give each set's acceptance count.
+
+    ``progress`` counts the sets judged (:data:`ppo_bootstrap.progress.Progress`)."""
     rows, judgements = [], []
-    for thresholds in threshold_sets:
-        judgement = judge_falls(trace, thresholds)
-        accepted = None
-        if gait is not None:
-            metrics, gait_thresholds = gait
-            accepted = accept(judgement.outcome != FALL, metrics, gait_thresholds).accepted
-        row = summarize(judgement, accepted)
-        if training_rule is not None:
-            row.looser_than_training = thresholds.looser_than(training_rule)
-        rows.append(row)
-        judgements.append(judgement)
+    with ProgressReporter(len(threshold_sets), "sweep", progress, unit="set") as bar:
+        for thresholds in threshold_sets:
+            judgement = judge_falls(trace, thresholds)
+            accepted = None
+            if gait is not None:
+                metrics, gait_thresholds = gait
+                accepted = accept(judgement.outcome != FALL, metrics, gait_thresholds).accepted
+            row = summarize(judgement, accepted)
+            if training_rule is not None:
+                row.looser_than_training = thresholds.looser_than(training_rule)
+            rows.append(row)
+            judgements.append(judgement)
+            bar.update()
     return SweepResult(rows, judgements, trace.fingerprint(), trace.horizon_steps * trace.dt)
 
 

@@ -184,3 +184,23 @@ def env_params(env: Any) -> dict[str, Any]:
         except Exception:  # noqa: BLE001  (a cfg with values to_dict cannot serialize: keep the name)
             pass
     return {"class": type(getattr(env, "unwrapped", env)).__name__}
+
+
+def checkpoint_task(ckpt: dict[str, Any], path: str = "the checkpoint") -> tuple[TaskSpec, dict[str, Any]]:
+    """The task a checkpoint was trained on, and its env configuration.
+
+    Checkpoints written since the registry exists record ``{"task": {"id", "env"}}``; for older files
+    of the project's G1 task the policy's input width tells the variant (96: no clock, 98: the
+    clock's sin and cos on top).
+
+    Raises:
+        UsageError: neither tells (one line naming the file and the ``--task`` flag).
+    """
+    task = ckpt.get("task") or {}
+    if task.get("id"):
+        return get_task(task["id"]), dict(task.get("env") or {})
+    weight = next((v for k, v in ckpt.get("policy", {}).items() if k.startswith("actor.") and k.endswith("weight")), None)
+    width = weight.shape[1] if weight is not None and weight.dim() == 2 else None
+    if width in (96, 98):
+        return TASKS["G1-Walk-Clock-v0" if width == 98 else "G1-Walk-v0"], {}
+    raise UsageError(f"{path} does not record its task and its policy input ({width}) is no G1-Walk layout; pass --task")
