@@ -49,7 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", help="where the env (warp) and the policy run")
     parser.add_argument("--env-rows", type=int, default=16, help="per-env rows printed")
     parser.add_argument("--no-plots", action="store_true")
-    parser.add_argument("--gait-clock", action="store_true", help="the task variant with the gait clock (as trained)")
+    parser.add_argument("--gait-clock", action="store_true", default=None,
+                        help="the task variant with the gait clock (default: the checkpoint's task)")
+    parser.add_argument("--progress", action="store_true", help="show the evaluator's progress")
     parser.add_argument("--summary-json", default=None, help="write the headline numbers and the verdict here")
     return parser.parse_args(argv)
 
@@ -66,6 +68,7 @@ def evaluate_checkpoint(
     gait: GaitThresholds | None = None,
     env_cfg: G1WalkConfig | None = None,
     backend: str = "mujoco",
+    progress: bool | None = False,
 ) -> EvalReport:
     """The Python API behind the command line: build the env, load the policy, evaluate.
 
@@ -76,7 +79,8 @@ def evaluate_checkpoint(
     probe = G1WalkProbe(env)
     eval_rule = evaluation_thresholds(cfg, eval_height) if eval_height is not None else None
     evaluator = Evaluator(probe, EvalConfig(horizon_s=horizon_s, seed=seed, commands=commands,
-                                            eval_thresholds=eval_rule, gait=gait or GaitThresholds()))
+                                            eval_thresholds=eval_rule, gait=gait or GaitThresholds()),
+                          progress=progress)
     if checkpoint == "zero":
         policy = zero_policy(env.num_actions)
     else:
@@ -98,9 +102,9 @@ def evaluate_checkpoint(
     return report
 
 
+@torch.no_grad()
 def main(argv: list[str] | None = None) -> EvalReport:
     args = parse_args(argv)
-    torch.set_grad_enabled(False)
     commands = None if args.command == "env" else tuple(float(v) for v in args.command.split(","))
     if commands is not None and len(commands) != 3:
         raise SystemExit(f"--command needs v_x,v_y,w_z, got {args.command!r}")
@@ -109,10 +113,18 @@ def main(argv: list[str] | None = None) -> EvalReport:
                   "device": args.device if args.backend == "warp" else "cpu"}
     if args.model_variant:
         cfg_kwargs["model_variant"] = args.model_variant
+    gait_clock = args.gait_clock
+    if gait_clock is None and args.checkpoint != "zero":
+        from ppo_bootstrap import checkpoint
+        from isaac_adapter.tasks.registry import checkpoint_task
+
+        spec, env_params = checkpoint_task(checkpoint.read(args.checkpoint), args.checkpoint)
+        gait_clock = bool(spec.gait_clock)
+        cfg_kwargs.setdefault("model_variant", env_params.get("model_variant", G1WalkConfig.model_variant))
     report = evaluate_checkpoint(
         args.checkpoint, args.num_envs, args.horizon_s, heights, commands, args.seed, args.dataset,
-        args.eval_height, env_cfg=walk_config(args.gait_clock, **cfg_kwargs),
-        backend=args.backend,
+        args.eval_height, env_cfg=walk_config(bool(gait_clock), **cfg_kwargs),
+        backend=args.backend, progress=args.progress or None,
     )
     print(report.format(args.env_rows))
     if args.summary_json:

@@ -42,7 +42,7 @@ from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig  # noqa: E402
 
 # what a CPU run of the default task gives, measured on 2 cores (README: "What a CPU run gives")
-CPU_ITERATIONS = 300
+CPU_ITERATIONS = 1000
 GPU_ITERATIONS = 1500
 
 
@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError if hasattr(checkpoint, "CheckpointError") else registry.UsageError,
-            FileNotFoundError) as err:
+    except (registry.UsageError, checkpoint.CheckpointError, FileNotFoundError) as err:
         if debug:
             raise
         raise SystemExit(f"error: {err}") from None
@@ -200,9 +199,8 @@ def train(args: argparse.Namespace) -> Runner:
                      dataclasses.asdict(cfg))
         write_git_state(log_dir)
     cfg.log_dir = str(log_dir) if log_dir else None
-    runner = Runner(env, cfg, device=device if sim != "mujoco" else device)
-    if hasattr(runner, "metadata"):
-        runner.metadata = {"id": spec.id, "sim": sim, "env": registry.env_params(env)}
+    runner = Runner(env, cfg, device=device)
+    runner.metadata = {"id": spec.id, "sim": sim, "env": registry.env_params(env)}
     if start is not None:
         runner.load(start)
         if rank == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import functools
@@ -54,6 +55,10 @@ class RunnerConfig:
             ``info["time_outs"]`` differs from ``truncated`` or an env runs past its declared
             ``max_episode_length`` without ``truncated`` (one sync per rollout).
         console: print a progress block per iteration.
+        torch_threads: CPU threads for torch when the learner runs on the CPU. ``None``: half the
+            cores, at most 4, since a small network gains nothing from more and an env stepping
+            on the other cores loses (the default intra-op pool made a 64-env run 23x slower on a
+            loaded 2-core machine); ``0``: leave torch's setting alone.
         non_finite_obs: what a non-finite observation, reward or final observation does.
             ``"error"`` (default): raise :class:`~ppo_bootstrap.episode.EpisodeProtocolError`
             naming field and env ids, before any update. ``"reset"``: once the step keeps the
@@ -65,6 +70,7 @@ class RunnerConfig:
     save_interval: int = 50
     log_dir: str | None = None
     seed: int = 0
+    torch_threads: int | None = None
     validate_env_output: bool = True
     console: bool = True
     non_finite_obs: Literal["error", "reset"] = "error"
@@ -122,9 +128,25 @@ class Runner:
         self.alg.init_storage(self.cfg.num_steps_per_env, env.num_envs, self.obs, env.num_actions)
         self.iteration = 0
         self.total_steps = 0
+        self.normalizers_warm = False  # the warm-up rollout has run (it is not counted in total_steps)
+        self.metadata: dict[str, Any] = {}
+        """What the checkpoint records of the task (e.g. ``{"id": ..., "env": {...}}``), so that
+        evaluation, playback and resume need no flag to rebuild it."""
+        self.recent_episodes: collections.deque[tuple[float, float]] = collections.deque(maxlen=100)
         self.episode_return = torch.zeros(env.num_envs, device=self.device)
         self.episode_length = torch.zeros(env.num_envs, device=self.device)
         self._writer = None
+        self._set_threads()
+
+    def _set_threads(self) -> None:
+        threads = self.cfg.torch_threads
+        if self.device.type != "cpu" or threads == 0:
+            return
+        threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+            if self.cfg.console and self.rank == 0:
+                print(f"Runner: torch uses {threads} CPU thread(s) (RunnerConfig.torch_threads)", flush=True)
 
     # ------------------------------------------------------------------ collection
     def _to_device(self, obs: ObsGroups) -> ObsGroups:
@@ -147,6 +169,7 @@ class Runner:
         ended_return = torch.zeros((), device=self.device)
         ended_length = torch.zeros((), device=self.device)
         ended = torch.zeros((), device=self.device)
+        ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per step: done, return, length
         info_sums: dict[str, Any] = {}
         n_broken = 0
         for _ in range(self.cfg.num_steps_per_env):
@@ -172,12 +195,14 @@ class Runner:
             ended_return += (self.episode_return * done).sum()
             ended_length += (self.episode_length * done).sum()
             ended += done.sum()
+            ends.append((done, self.episode_return.clone(), self.episode_length.clone()))
             self.episode_return *= keep
             self.episode_length *= keep
             for key, value in result.info.get("log", {}).items():
                 info_sums[key] = info_sums.get(key, 0.0) + value  # tensors stay on device until the end
             self.obs = self._to_device(result.obs)
         self.flag_watch.report()
+        self._remember_episodes(ends)
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         n = float(ended)
         stats = {f"env/{k}": float(v) / self.cfg.num_steps_per_env for k, v in info_sums.items()}
@@ -187,6 +212,13 @@ class Runner:
             stats["episodes/mean_return"] = float(ended_return) / n
             stats["episodes/mean_length"] = float(ended_length) / n
         return stats
+
+    def _remember_episodes(self, ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
+        """Keep the returns and lengths of the last 100 ended episodes (one host sync per rollout)."""
+        done = torch.stack([d for d, _, _ in ends])
+        returns = torch.stack([r for _, r, _ in ends])[done]
+        lengths = torch.stack([n for _, _, n in ends])[done]
+        self.recent_episodes.extend(zip(returns.tolist(), lengths.tolist()))
 
     # ------------------------------------------------------------------ training
     last_checkpoint: Path | None = None
@@ -211,11 +243,12 @@ class Runner:
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
+        started = time.perf_counter()
         if self.cfg.log_dir and self.rank == 0:
             checkpoint.remove_stale_temporaries(self.cfg.log_dir)
         with _StopOnSignal(lambda: self.last_checkpoint) as stop:
             stopped = False
-            if iterations > 0 and self.total_steps == 0 and self.cfg.policy.obs_normalization:
+            if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()
                 stopped = self._stop_requested(stop, "the normalizer warm-up")
             for _ in range(0 if stopped else iterations):
@@ -233,6 +266,15 @@ class Runner:
                 stats["perf/collection_s"] = t1 - t0
                 stats["perf/learning_s"] = t2 - t1
                 stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
+                stats["policy/mean_action_std"] = float(self.alg.storage.data["action_std"].mean())
+                if self.recent_episodes:
+                    returns, lengths = zip(*self.recent_episodes)
+                    stats["episodes/mean_return_100"] = sum(returns) / len(returns)
+                    stats["episodes/mean_length_100"] = sum(lengths) / len(lengths)
+                elapsed = time.perf_counter() - started
+                done_here = self.iteration - start_iteration
+                stats["perf/elapsed_s"] = elapsed
+                stats["perf/eta_s"] = elapsed / done_here * (iterations - done_here)
                 self._log(stats, start_iteration + iterations)
                 self.last_stats = stats
                 if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
@@ -241,6 +283,8 @@ class Runner:
                     break
             if self.cfg.log_dir and (self.iteration > start_iteration or self.interrupted):
                 self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+                if self.interrupted and self.rank == 0:
+                    print(f"checkpoint: {self.last_checkpoint}", flush=True)
 
     def _stop_requested(self, stop: "_StopOnSignal", after: str) -> bool:
         """Whether a signal asked any rank to stop (all ranks stop together, or the next collective would hang)."""
@@ -272,8 +316,12 @@ class Runner:
         observations (joint velocities of tens of rad/s) and its large first steps would drive the
         adaptive learning rate to its floor before training starts.
         """
+        steps = self.total_steps
         self._collect()
+        self.total_steps = steps  # no learning happened: the warm-up rollout is not a training step
+        self.recent_episodes.clear()
         self.alg.update_normalizers()
+        self.normalizers_warm = True
 
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
         if self.rank != 0:
@@ -297,14 +345,17 @@ class Runner:
         return {
             "iteration": self.iteration,
             "total_steps": self.total_steps,
+            "normalizers_warm": self.normalizers_warm,
             "world_size": self.world_size,
             "policy": self.policy.state_dict(),
             "ppo": self.alg.state_dict(),
             "config": dataclasses.asdict(self.cfg),
+            **({"task": self.metadata} if self.metadata else {}),
             "obs": self.obs,
             "states": self.alg.states,
             "episode_return": self.episode_return,
             "episode_length": self.episode_length,
+            "recent_episodes": list(self.recent_episodes),
             "env": env_state,
             "rng": {
                 "torch": torch.get_rng_state(),
@@ -366,12 +417,16 @@ class Runner:
             self.alg.load_state_dict(ckpt["ppo"])
         self.iteration = ckpt["iteration"]
         self.total_steps = ckpt["total_steps"]
+        self.metadata = ckpt.get("task") or self.metadata
+        self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
         if not exact:
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
         self.episode_return = ckpt["episode_return"]
         self.episode_length = ckpt["episode_length"]
+        self.recent_episodes.clear()
+        self.recent_episodes.extend(tuple(e) for e in ckpt.get("recent_episodes", ()))
         rng = ckpt["rng"]
         torch.set_rng_state(rng["torch"].cpu())
         if rng["cuda"] is not None and torch.cuda.is_available():
@@ -401,6 +456,8 @@ class Runner:
         self.alg.reset_optimizer()
         self.iteration = int(ckpt.get("iteration", 0))
         self.total_steps = int(ckpt.get("total_steps", 0))
+        self.normalizers_warm = True  # the file's normalizers come with its policy
+        self.metadata = ckpt.get("task") or self.metadata
         if self.rank == 0:
             print(f"loaded {os.fspath(path)}: policy only (no optimizer, env or RNG state); fine-tuning from "
                   f"iteration {self.iteration} with a fresh optimizer", flush=True)
@@ -529,22 +586,44 @@ def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:
     return out
 
 
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 def format_progress(iteration: int, final_iteration: int, total_steps: int, stats: dict[str, float]) -> str:
-    """The console block printed after each iteration."""
-    width = 72
-    title = f" iteration {iteration}/{final_iteration} "
-    lines = [title.center(width, "#")]
+    """The console block printed after each iteration, in rsl_rl's shape: what the iteration cost,
+    how the episodes end (falls apart from timeouts) and what the value target added at timeouts,
+    then the env's own logs and the run's clock."""
+    ended = stats["episodes/ended"]
+    falls, timeouts = stats["episodes/terminated"], stats["episodes/truncated_only"]
+    per_end = f" (per ended episode: {falls / ended:.2f} falls, {timeouts / ended:.2f} timeouts)" if ended else ""
     rows = [
-        ("steps/s", f"{stats['perf/steps_per_s']:.0f}  (collect {stats['perf/collection_s']:.2f} s, learn {stats['perf/learning_s']:.2f} s)"),
-        ("total env steps", f"{total_steps}"),
-        ("value loss", f"{stats['loss/value']:.4f}"),
-        ("surrogate loss", f"{stats['loss/surrogate']:.4f}"),
-        ("entropy / kl / lr", f"{stats['loss/entropy']:.3f} / {stats['policy/kl']:.4f} / {stats['policy/learning_rate']:.2e}"),
-        ("episodes ended", f"{stats['episodes/ended']:.0f}: {stats['episodes/terminated']:.0f} terminated, {stats['episodes/truncated_only']:.0f} timeouts"),
-        ("timeout bootstrap (mean)", f"{stats['timeout_bootstrap/mean']:.3f}"),
+        ("computation", f"{stats['perf/steps_per_s']:,.0f} steps/s (collection {stats['perf/collection_s']:.2f} s, "
+                        f"learning {stats['perf/learning_s']:.2f} s)"),
+        ("mean action std", f"{stats['policy/mean_action_std']:.3f}" if "policy/mean_action_std" in stats else "-"),
     ]
-    if "episodes/mean_return" in stats:
-        rows.append(("episode return / length", f"{stats['episodes/mean_return']:.3f} / {stats['episodes/mean_length']:.1f}"))
-    rows += [(k.removeprefix("env/"), f"{v:.4f}") for k, v in stats.items() if k.startswith("env/")]
-    lines += [f"{name:>26}: {value}" for name, value in rows]
+    if "episodes/mean_return_100" in stats:
+        rows += [("mean return (last 100 episodes)", f"{stats['episodes/mean_return_100']:.3f}"),
+                 ("mean length (last 100 episodes)", f"{stats['episodes/mean_length_100']:.1f} steps")]
+    rows += [
+        ("episodes ended this iteration", f"{ended:.0f}: {falls:.0f} falls, {timeouts:.0f} timeouts{per_end}"),
+        ("timeout bootstrap gamma*V(s_final)", f"{stats['timeout_bootstrap/mean']:.3f} (mean over this iteration's timeouts)"),
+        ("value / surrogate loss", f"{stats['loss/value']:.4f} / {stats['loss/surrogate']:.4f}"),
+        ("entropy / kl / learning rate", f"{stats['loss/entropy']:.3f} / {stats['policy/kl']:.4f} / {stats['policy/learning_rate']:.2e}"),
+    ]
+    env_rows = [(k.removeprefix("env/"), f"{v:.4f}") for k, v in stats.items() if k.startswith("env/")]
+    clock = [("total env steps", f"{total_steps:,}"),
+             ("iteration time", f"{stats['perf/collection_s'] + stats['perf/learning_s']:.2f} s")]
+    if "perf/elapsed_s" in stats:
+        clock += [("elapsed", _clock(stats["perf/elapsed_s"])), ("ETA", _clock(stats["perf/eta_s"]))]
+    label = max(len(name) for name, _ in rows + env_rows + clock) + 2
+    width = max(72, label + 40)
+    lines = [f" Learning iteration {iteration}/{final_iteration} ".center(width, "#")]
+    lines += [f"{name:>{label}}: {value}" for name, value in rows]
+    if env_rows:
+        lines.append(" env logs, mean per policy step (Episode_Termination/*: ends per step) ".center(width, "-"))
+        lines += [f"{name:>{label}}: {value}" for name, value in env_rows]
+    lines.append("-" * width)
+    lines += [f"{name:>{label}}: {value}" for name, value in clock]
     return "\n".join(lines)

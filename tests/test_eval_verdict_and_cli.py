@@ -235,16 +235,17 @@ def ended_between(start_counts: list[int], first_step: int, last_step: int) -> i
     return sum((s + last_step) // EPISODE - (s + first_step - 1) // EPISODE for s in start_counts)
 
 
-def test_metrics_jsonl_one_row_per_iteration_with_warm_up_steps_counted(tmp_path: Path) -> None:
+def test_metrics_jsonl_one_row_per_iteration_without_the_warm_up_steps(tmp_path: Path) -> None:
     env = TimeLimitEnv(num_envs=N, episode_length=EPISODE, seed=4)
     runner = Runner(env, runner_cfg(tmp_path))
     start = env.step_count.tolist()  # staggered clocks after the Runner's reset
     runner.learn(3)
     rows = read_rows(tmp_path)
     assert [row["iteration"] for row in rows] == [1, 2, 3]
-    # the normalizer warm-up is one more rollout of T * N env steps before iteration 1
-    assert [row["total_steps"] for row in rows] == [2 * T * N, 3 * T * N, 4 * T * N]
-    assert runner.total_steps == 4 * T * N
+    # the normalizer warm-up is one more rollout of T * N env steps before iteration 1; no learning
+    # happens in it, so total env steps count the training rollouts alone
+    assert [row["total_steps"] for row in rows] == [T * N, 2 * T * N, 3 * T * N]
+    assert runner.total_steps == 3 * T * N
     # episodes/ended per row: iteration i covers env steps i*T+1 .. (i+1)*T (the warm-up took 1..T)
     assert [row["episodes/ended"] for row in rows] == [
         ended_between(start, i * T + 1, (i + 1) * T) for i in (1, 2, 3)
@@ -281,7 +282,7 @@ def test_metrics_jsonl_appends_after_resume(tmp_path: Path) -> None:
     rows = read_rows(tmp_path)
     assert rows[:2] == first  # earlier rows untouched
     assert [row["iteration"] for row in rows] == [1, 2, 3, 4]
-    assert [row["total_steps"] for row in rows] == [2 * T * N, 3 * T * N, 4 * T * N, 5 * T * N]
+    assert [row["total_steps"] for row in rows] == [T * N, 2 * T * N, 3 * T * N, 4 * T * N]
     assert all("perf/collection_s" in row for row in rows)
 
 

@@ -1,0 +1,107 @@
+"""examples/g1_walk.py as a user runs it: one-line errors before anything is built, run folders,
+--resume, and evaluation / playback of the shipped checkpoint with no flag to remember."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ppo_bootstrap import checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "docs" / "checkpoints" / "g1_clock_it1296.pt"
+sys.path.insert(0, str(ROOT / "examples"))
+
+import g1_walk  # noqa: E402
+
+from isaac_adapter.tasks import registry  # noqa: E402
+
+
+def one_line_error(argv: list[str], monkeypatch) -> str:
+    """The message of the SystemExit ``argv`` gives, with env building forbidden (errors come first)."""
+
+    def no_env(*args, **kwargs):
+        raise AssertionError("the env was built before the usage error")
+
+    monkeypatch.setattr(registry, "make_env", no_env)
+    with pytest.raises(SystemExit) as stop:
+        g1_walk.main(argv)
+    message = str(stop.value)
+    assert message.startswith("error: ") and "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--task", "G1-Walk-Clokc-v0"], "unknown task 'G1-Walk-Clokc-v0' (did you mean G1-Walk-Clock-v0?)"),
+    (["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco"], "Isaac-Velocity-Flat-G1 runs on --sim isaaclab, not mujoco"),
+    (["--resume", "--experiment_name", "never_ran"], "no checkpoint matching"),
+    (["--checkpoint", "nowhere/model_5.pt"], "--checkpoint nowhere/model_5.pt is no file; to search the runs, add --resume"),
+    (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
+])
+def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert expected in one_line_error(argv, monkeypatch)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is here")
+def test_cuda_without_a_gpu(monkeypatch):
+    assert "--device cuda but torch sees no CUDA device here" in one_line_error(["--device", "cuda", "--sim", "warp"], monkeypatch)
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("mujoco_warp") is not None, reason="MuJoCo Warp is here")
+def test_missing_warp_names_the_extra(monkeypatch):
+    assert 'pip install -e ".[g1,warp]"' in one_line_error(["--sim", "warp", "--device", "cpu"], monkeypatch)
+
+
+def test_damaged_checkpoint_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    bad = tmp_path / "model_7.pt"
+    bad.write_bytes(b"not a checkpoint")
+    assert str(bad) in one_line_error(["--checkpoint", str(bad)], monkeypatch)
+
+
+def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
+    common = ["--num_envs", "4", "--num-steps-per-env", "8", "--log_root", str(tmp_path), "--experiment_name", "demo"]
+    runner = g1_walk.main([*common, "--max_iterations", "2", "--run_name", "first"])
+    run = next((tmp_path / "demo").iterdir())
+    assert run.name.endswith("_first") and runner.iteration == 2
+    env_params = yaml.safe_load((run / "params" / "env.yaml").read_text())
+    assert env_params["task"] == "G1-Walk-Clock-v0" and env_params["num_envs"] == 4 and env_params["sim"] == "mujoco"
+    assert yaml.safe_load((run / "params" / "agent.yaml").read_text())["num_steps_per_env"] == 8
+    assert (run / "git" / "state.txt").read_text().startswith("commit ")
+    assert {p.name for p in (run / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json"}
+    saved = checkpoint.read(run / "model_2.pt")
+    assert saved["task"]["id"] == "G1-Walk-Clock-v0" and saved["task"]["env"]["gait_period_s"] == pytest.approx(0.8)
+    out = capsys.readouterr().out
+    assert "expect:" in out and "evaluation (5 s" in out and f"wrote: {run / 'params'}" in out
+
+    resumed = g1_walk.main([*common, "--resume", "--max_iterations", "1"])  # no --task: the checkpoint's
+    assert f"resumed from {run / 'model_2.pt'} at iteration 2" in capsys.readouterr().out
+    assert resumed.iteration == 3 and resumed.metadata["id"] == "G1-Walk-Clock-v0"
+
+
+def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):
+    g1_walk.main(["--eval", str(SHIPPED), "--num-envs", "4", "--horizon-s", "1", "--no-plots", "--sweep", "0.60"])
+    out = capsys.readouterr().out
+    assert "fall" in out and "0.0%" in out  # the gait-clock policy, read from the file, stands and walks
+
+
+def test_play_of_the_shipped_checkpoint_needs_no_flags(tmp_path):
+    from test_g1_play import _egl_renders
+
+    if not _egl_renders():
+        pytest.skip("no headless OpenGL (EGL) for MuJoCo here")
+    ckpt = tmp_path / SHIPPED.name
+    shutil.copy(SHIPPED, ckpt)
+    clip = tmp_path / "clip.gif"
+    cmd = [sys.executable, str(ROOT / "examples" / "g1_walk.py"), "--play", str(ckpt), "--video", str(clip),
+           "--video_length", "0.3", "--size", "64x48"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, MUJOCO_GL="egl"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert clip.stat().st_size > 0
+    assert {p.name for p in (tmp_path / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json"}
