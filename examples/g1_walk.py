@@ -168,11 +168,12 @@ def train(args: argparse.Namespace) -> Runner:
         task_id = registry.checkpoint_task(checkpoint.read(start), str(start))[0].id
         experiment = args.experiment_name or task_id
     spec = registry.get_task(task_id or registry.DEFAULT_TASK)
-    device = distributed.init_from_env(None if args.device == "auto" else args.device)
-    sim, env_device = registry.resolve(spec, args.sim, "auto" if args.device == "auto" else str(device))
+    sim, env_device = registry.resolve(spec, args.sim, args.device)
     registry.check_sim(sim)
-    if distributed.is_distributed():
-        env_device = str(device) if sim != "mujoco" else "cpu"
+    # the learner sits with the env, or on the GPU asked for beside a CPU env; torchrun gives rank r cuda:r
+    device = distributed.init_from_env(env_device if sim != "mujoco" or args.device == "auto" else args.device)
+    if sim != "mujoco":
+        env_device = str(device)
     on_gpu = env_device.startswith("cuda")
     num_envs = args.num_envs or (4096 if on_gpu else 64)
     iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)

@@ -51,7 +51,8 @@ def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, t
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a GPU is here")
 def test_cuda_without_a_gpu(monkeypatch):
-    assert "--device cuda but torch sees no CUDA device here" in one_line_error(["--device", "cuda", "--sim", "warp"], monkeypatch)
+    for argv in (["--device", "cuda", "--sim", "warp"], ["--device", "cuda"]):  # with and without a sim
+        assert "--device cuda but torch sees no CUDA device here" in one_line_error(argv, monkeypatch)
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("mujoco_warp") is not None, reason="MuJoCo Warp is here")

@@ -91,6 +91,8 @@ def resolve(spec: TaskSpec, sim: str = "auto", device: str = "auto") -> tuple[st
     else MuJoCo on the CPU; the other tasks take their own simulator, on ``cuda`` when there is one."""
     if device == "auto":
         device = "cuda" if _cuda() else "cpu"
+    if device.startswith("cuda") and not _cuda():
+        raise UsageError("--device cuda but torch sees no CUDA device here; use --device cpu (or auto)")
     if sim == "auto":
         if spec.is_g1_walk:
             sim = "warp" if device.startswith("cuda") and _installed("mujoco_warp") else "mujoco"
@@ -100,8 +102,6 @@ def resolve(spec: TaskSpec, sim: str = "auto", device: str = "auto") -> tuple[st
         raise UsageError(f"{spec.id} runs on --sim {' or '.join(spec.sims)}, not {sim}")
     if sim == "mujoco":
         device = "cpu"  # the CPU backend; the policy follows the env
-    if device.startswith("cuda") and not _cuda():
-        raise UsageError("--device cuda but torch sees no CUDA device here; use --device cpu (or auto)")
     return sim, device
 
 
