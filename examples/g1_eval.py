@@ -113,17 +113,15 @@ def main(argv: list[str] | None = None) -> EvalReport:
                   "device": args.device if args.backend == "warp" else "cpu"}
     if args.model_variant:
         cfg_kwargs["model_variant"] = args.model_variant
-    gait_clock = args.gait_clock
-    if gait_clock is None and args.checkpoint != "zero":
-        from ppo_bootstrap import checkpoint
-        from isaac_adapter.tasks.registry import checkpoint_task
+    if args.gait_clock is None and args.checkpoint != "zero":
+        from isaac_adapter.tasks.registry import checkpoint_walk_config
 
-        spec, env_params = checkpoint_task(checkpoint.read(args.checkpoint), args.checkpoint)
-        gait_clock = bool(spec.gait_clock)
-        cfg_kwargs.setdefault("model_variant", env_params.get("model_variant", G1WalkConfig.model_variant))
+        env_cfg = checkpoint_walk_config(args.checkpoint, **cfg_kwargs)
+    else:
+        env_cfg = walk_config(bool(args.gait_clock), **cfg_kwargs)
     report = evaluate_checkpoint(
         args.checkpoint, args.num_envs, args.horizon_s, heights, commands, args.seed, args.dataset,
-        args.eval_height, env_cfg=walk_config(bool(gait_clock), **cfg_kwargs),
+        args.eval_height, env_cfg=env_cfg,
         backend=args.backend, progress=args.progress or None,
     )
     print(report.format(args.env_rows))

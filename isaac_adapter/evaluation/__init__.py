@@ -7,6 +7,8 @@ Modules, each usable on its own:
 * :mod:`.judge`: post-hoc fall judgment under a :class:`ThresholdSet` (causes, first crossings).
 * :mod:`.gait`: pure gait metrics on contact / velocity / torque traces, and acceptance.
 * :mod:`.sweep`: several threshold sets over one trace.
+* :mod:`.gate`: the command battery and smoothness limits of a walking checkpoint, one PASS / FAIL table
+  (``benchmarks/g1_gate.py``).
 * :mod:`.evaluator`: runs a policy and judges the result; :class:`EvalProbe` is what it needs from an env
   (the G1 task's: :class:`isaac_adapter.evaluation.g1_probe.G1WalkProbe`). Checkpoints load through
   :mod:`ppo_bootstrap.checkpoint`.

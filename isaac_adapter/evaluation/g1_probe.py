@@ -29,6 +29,15 @@ if TYPE_CHECKING:
     from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
 
+LEG_JOINT_KEYS = ("hip", "knee", "ankle")  # the 12 leg joints of the G1 (6 per leg); waist and arms are not legs
+
+
+def leg_joint_ids(joint_names: tuple[str, ...]) -> torch.Tensor:
+    """``[L]`` long: indices of the hip, knee and ankle joints in ``joint_names`` (actuator order = action order)."""
+    return torch.tensor([i for i, name in enumerate(joint_names) if any(k in name for k in LEG_JOINT_KEYS)],
+                        dtype=torch.long)
+
+
 def training_thresholds(cfg: G1WalkConfig) -> ThresholdSet:
     """The task's own termination rule as a threshold set: judging with it must reproduce the env's falls."""
     return ThresholdSet(
@@ -64,7 +73,8 @@ class G1WalkProbe:
 
     Reads the task's ``pre_reset_state`` after a step, ``state`` and ``command`` after a reset, its
     generator (seeded resets), ``set_commands(...)`` and ``info["termination_cause"]`` (or the same
-    key of the simulator's ``extras``).
+    key of the simulator's ``extras``). Each step sample also carries the step's clipped action and
+    the joint velocities (pre-reset, like everything else); :attr:`leg_joint_ids` names the leg columns.
     """
 
     def __init__(self, env: VecEnv, task: G1WalkTask | None = None) -> None:
@@ -74,6 +84,7 @@ class G1WalkProbe:
         self.cause_names = CAUSE_NAMES
         self.training_rule = training_thresholds(self.task.task_cfg)
         self.evaluation_rule = evaluation_thresholds(self.task.task_cfg)
+        self.leg_joint_ids = leg_joint_ids(self.task.joint_names)
 
     def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
         self.task.set_commands(None)  # an earlier evaluation's held commands must not outlive it
@@ -81,7 +92,8 @@ class G1WalkProbe:
         obs = self.env.reset()
         return self.task.set_commands(commands) if commands is not None else obs
 
-    def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor) -> StepSample:
+    def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor,
+                action: torch.Tensor | None = None) -> StepSample:
         return StepSample(
             root_pos_w=s.root_pos_w,
             tilt_xy=terms.tilt_xy(terms.projected_gravity(s.root_quat_w)),
@@ -91,17 +103,24 @@ class G1WalkProbe:
             torque=s.applied_torque,
             command=command,
             env_cause=cause,
+            action=action,
+            joint_vel=s.joint_vel,
         )
 
     def current(self) -> StepSample:
         task = self.task
-        return self._sample(task.state, task.command.clone(), torch.zeros(task.num_envs, dtype=torch.long))
+        return self._sample(task.state, task.command.clone(), torch.zeros(task.num_envs, dtype=torch.long),
+                            task.last_action.clone())
 
     def after_step(self, result: StepResult) -> StepSample:
         task = self.task
         # rows of envs that ended come from the terminal snapshot: task.state already shows their respawn
-        state, command = task.pre_reset_state(result.final_env_ids.to(task.device))
+        ended = result.final_env_ids.to(task.device)
+        state, command = task.pre_reset_state(ended)
+        # the step's action: last_action, which the reset of an ended env zeroed (its terminal copy has it)
+        action = task.last_action.clone()
+        action[ended] = task.terminal_task["last_action"][ended]
         cause = result.info.get("termination_cause", result.info.get("extras", {}).get("termination_cause"))
         if cause is None:
             cause = torch.zeros(task.num_envs, dtype=torch.long)
-        return self._sample(state, command, cause.clone())
+        return self._sample(state, command, cause.clone(), action)

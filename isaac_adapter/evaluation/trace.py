@@ -37,6 +37,9 @@ class StepSample:
         torque: ``[N, J]`` applied joint torques (N m).
         command: ``[N, 3]`` velocity command ``(v_x, v_y, w_z)``, body frame, of the episode the row belongs to.
         env_cause: ``[N]`` long, the env's exclusive episode-end cause code of this step (0 = none).
+        action: optional ``[N, A]`` action the step applied (policy units, after the task's clip);
+            None when the probe does not record it. Only the gate's smoothness metrics read it.
+        joint_vel: optional ``[N, J]`` joint velocities (rad/s), same rule as ``action``.
     """
 
     root_pos_w: torch.Tensor
@@ -47,6 +50,8 @@ class StepSample:
     torque: torch.Tensor
     command: torch.Tensor
     env_cause: torch.Tensor
+    action: torch.Tensor | None = None
+    joint_vel: torch.Tensor | None = None
 
 
 @dataclass
@@ -62,6 +67,7 @@ class RolloutTrace:
         terminated, truncated: ``[T, N]`` bool, as the env reported them.
         horizon_steps: the horizon the rollout was asked for; ``T`` may be smaller when the
             evaluator stopped early because every env had already ended once.
+        action, joint_vel: optional ``[T, N, A]`` / ``[T, N, J]`` (None unless the probe records them).
     """
 
     dt: float
@@ -78,6 +84,8 @@ class RolloutTrace:
     terminated: torch.Tensor
     truncated: torch.Tensor
     horizon_steps: int
+    action: torch.Tensor | None = None
+    joint_vel: torch.Tensor | None = None
 
     @property
     def num_steps(self) -> int:
@@ -151,6 +159,20 @@ def at_step(values: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
     return values[step.clamp_min(0), env]
 
 
+def _cpu_copy(value: torch.Tensor | None) -> torch.Tensor | None:
+    return None if value is None else value.detach().cpu().clone()
+
+
+def _stack(rows: list[torch.Tensor | None], name: str) -> torch.Tensor | None:
+    """``[T, ...]`` stack of one field's rows; None when no row has it (an optional field left out)."""
+    missing = sum(row is None for row in rows)
+    if missing == len(rows):
+        return None
+    if missing:
+        raise ValueError(f"field {name!r} is recorded at some steps only")
+    return torch.stack(rows)
+
+
 class TraceBuilder:
     """Accumulates :class:`StepSample` rows into a :class:`RolloutTrace` (preallocated ``[T, N, ...]``)."""
 
@@ -163,7 +185,7 @@ class TraceBuilder:
         """Append step ``len(self)``; tensors are copied to the CPU (the env may reuse its buffers)."""
         if len(self._rows) >= self.horizon_steps:
             raise ValueError(f"trace already holds the horizon of {self.horizon_steps} steps")
-        cpu = StepSample(**{f.name: getattr(sample, f.name).detach().cpu().clone() for f in fields(sample)})
+        cpu = StepSample(**{f.name: _cpu_copy(getattr(sample, f.name)) for f in fields(sample)})
         self._rows.append((cpu, reward.detach().cpu().float().clone(), terminated.cpu().bool().clone(), truncated.cpu().bool().clone()))
 
     def __len__(self) -> int:
@@ -172,7 +194,7 @@ class TraceBuilder:
     def build(self) -> RolloutTrace:
         if not self._rows:
             raise ValueError("no step recorded")
-        stacked = {f.name: torch.stack([getattr(row[0], f.name) for row in self._rows]) for f in fields(StepSample)}
+        stacked = {f.name: _stack([getattr(row[0], f.name) for row in self._rows], f.name) for f in fields(StepSample)}
         stacked["foot_contact"] = stacked["foot_contact"].bool()
         return RolloutTrace(
             dt=self.dt,

@@ -186,6 +186,21 @@ def env_params(env: Any) -> dict[str, Any]:
     return {"class": type(getattr(env, "unwrapped", env)).__name__}
 
 
+def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **overrides: Any) -> Any:
+    """The :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` to evaluate the G1-Walk checkpoint
+    at ``path`` on: its task variant (``gait_clock`` overrides it) and recorded ``model_variant``
+    (unless ``overrides`` names one); every other field from ``overrides`` or the defaults."""
+    from ppo_bootstrap import checkpoint
+
+    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, walk_config
+
+    spec, params = checkpoint_task(checkpoint.read(path), path)
+    if not spec.is_g1_walk:
+        raise UsageError(f"{path} was trained on {spec.id}, not on a G1-Walk task")
+    overrides.setdefault("model_variant", params.get("model_variant", G1WalkConfig.model_variant))
+    return walk_config(bool(spec.gait_clock) if gait_clock is None else gait_clock, **overrides)
+
+
 def checkpoint_task(ckpt: dict[str, Any], path: str = "the checkpoint") -> tuple[TaskSpec, dict[str, Any]]:
     """The task a checkpoint was trained on, and its env configuration.
 

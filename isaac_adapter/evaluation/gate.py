@@ -1,0 +1,231 @@
+"""The gate: a command battery and smoothness limits a walking checkpoint must meet, beside the gait
+acceptance of :mod:`.gait` (which it does not change).
+
+One seeded rollout (:meth:`~.evaluator.Evaluator.rollout`) holds every env on its own fixed command:
+``starts`` envs per battery command, then ``starts`` envs at the smoothness command. Every metric is
+taken over each env's first-done window (:mod:`.trace`), like the rest of the evaluator. ``T`` steps,
+``N`` envs, ``A`` actions, ``J`` joints, ``L`` leg joints.
+
+Definitions (the choices the gate's wording leaves open):
+
+* Battery: forward ``(0.8, 0, 0)``, backward ``(-0.5, 0, 0)``, turn left ``(0.3, 0, +1.0)``, turn right
+  ``(0.3, 0, -1.0)``, strafe ``(0, 0.4, 0)`` (to the left only; -0.4 is not run), stand ``(0, 0, 0)``;
+  ``(v_x, v_y, w_z)`` in the body frame, m/s and rad/s.
+* Noisy starts: ``starts`` (4) envs per command of one reset seeded with ``seed``: each env draws its
+  own spawn joint noise (the task's ``joint_pos_noise``, uniform) from the task's generator.
+* Falls: envs of the battery that fell under the task's evaluation thresholds (0.60 m, tilt, lateral
+  velocity; :func:`~.judge.judge_falls`); timeouts are not falls. Pass: at most ``max_falls`` (1).
+* Tracking perf: mean of ``exp(-|v_xy - cmd_xy|^2 / sigma)`` (sigma 0.25 m^2/s^2, body frame) over
+  every window step of every battery env, pooled (not a mean of per-command means).
+* Smoothness, over the ``starts`` envs at ``(0.5, 0, 0)``, pooled over window steps, envs and components:
+
+  - action change: RMS of ``a_t - a_{t-1}`` over the 12 leg joints (hip, knee, ankle;
+    :data:`~.g1_probe.LEG_JOINT_KEYS`), in policy action units (one unit = ``action_scale`` rad),
+    over consecutive pairs of steps inside the window (the first step, whose predecessor is the
+    reset, is not a pair);
+  - roll/pitch rate: RMS of the tilt-rate magnitude ``|(w_x, w_y)|`` of the body-frame root angular
+    velocity (rad/s), i.e. ``sqrt(mean(w_x^2 + w_y^2))``: one physical quantity, the one the task's
+    ``ang_vel_xy`` penalty squares, and the definition the gate's 0.21 limit was measured with (the
+    RMS per component would be ``1/sqrt(2)`` of it);
+  - yaw-rate error: RMS of ``w_z - cmd_wz`` (rad/s);
+  - leg joint velocity: RMS of the 12 leg joint velocities (rad/s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from ppo_bootstrap.progress import Progress
+
+from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+from isaac_adapter.evaluation.judge import FALL, ThresholdSet, judge_falls
+from isaac_adapter.evaluation.trace import RolloutTrace
+
+Command = tuple[float, float, float]
+
+BATTERY: tuple[tuple[str, Command], ...] = (
+    ("forward 0.8", (0.8, 0.0, 0.0)),
+    ("backward -0.5", (-0.5, 0.0, 0.0)),
+    ("turn left", (0.3, 0.0, 1.0)),
+    ("turn right", (0.3, 0.0, -1.0)),
+    ("strafe 0.4", (0.0, 0.4, 0.0)),
+    ("stand", (0.0, 0.0, 0.0)),
+)
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """Limits of the gate (module docstring): falls and tracking over the battery, smoothness limits."""
+
+    max_falls: int = 1
+    min_tracking_perf: float = 0.90
+    tracking_sigma: float = 0.25
+    max_action_change_rms: float = 0.21
+    max_roll_pitch_rate_rms: float = 0.21
+    max_yaw_rate_error_rms: float = 0.20
+    max_leg_joint_vel_rms: float = 1.22
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """How the gate runs: ``starts`` noisy starts per command, ``horizon_s`` each, one reset seeded with ``seed``."""
+
+    starts: int = 4
+    horizon_s: float = 20.0
+    seed: int = 0
+    battery: tuple[tuple[str, Command], ...] = BATTERY
+    smoothness_command: Command = (0.5, 0.0, 0.0)
+    thresholds: GateThresholds = field(default_factory=GateThresholds)
+
+    @property
+    def num_envs(self) -> int:
+        """Envs of the one rollout: ``starts`` per battery command, plus ``starts`` for smoothness."""
+        return self.starts * (len(self.battery) + 1)
+
+    def commands(self) -> torch.Tensor:
+        """``[num_envs, 3]``: each battery command ``starts`` times, then the smoothness command."""
+        rows = [c for _, c in self.battery] + [self.smoothness_command]
+        return torch.tensor(rows, dtype=torch.float32).repeat_interleave(self.starts, dim=0)
+
+
+# -- metrics: pure functions of traces ----------------------------------------------------------
+
+
+def masked_rms(values: torch.Tensor, window: torch.Tensor) -> float:
+    """RMS of ``values`` ``[T, N, K]`` over the steps in ``window`` ``[T, N]`` bool, pooled over N and K."""
+    w = window.unsqueeze(-1).to(values.dtype)
+    count = w.sum() * values.shape[-1]
+    return math.sqrt(float((values.square() * w).sum() / count.clamp_min(1.0)))
+
+
+def action_change_rms(action: torch.Tensor, window: torch.Tensor) -> float:
+    """RMS of ``a_t - a_{t-1}`` (``action`` ``[T, N, A]``) over pairs with both steps in ``window`` ``[T, N]``."""
+    return masked_rms(action[1:] - action[:-1], window[1:] & window[:-1])
+
+
+def roll_pitch_rate_rms(ang_vel_b: torch.Tensor, window: torch.Tensor) -> float:
+    """RMS of the tilt-rate magnitude ``|(w_x, w_y)|`` (``ang_vel_b`` ``[T, N, 3]``, body frame), rad/s."""
+    return masked_rms(ang_vel_b[..., :2].norm(dim=-1, keepdim=True), window)
+
+
+def yaw_rate_error_rms(ang_vel_b: torch.Tensor, command: torch.Tensor, window: torch.Tensor) -> float:
+    """RMS of ``w_z - cmd_wz`` (``ang_vel_b``, ``command`` ``[T, N, 3]``), rad/s."""
+    return masked_rms((ang_vel_b[..., 2] - command[..., 2]).unsqueeze(-1), window)
+
+
+def tracking_perf(lin_vel_b: torch.Tensor, command: torch.Tensor, window: torch.Tensor, sigma: float) -> float:
+    """Mean of ``exp(-|v_xy - cmd_xy|^2 / sigma)`` over every window step of every env (``[T, N, 3]`` inputs)."""
+    err2 = (lin_vel_b[..., :2] - command[..., :2]).square().sum(-1)
+    w = window.to(err2.dtype)
+    return float((torch.exp(-err2 / sigma) * w).sum() / w.sum().clamp_min(1.0))
+
+
+def env_window(trace: RolloutTrace, envs: slice) -> torch.Tensor:
+    """``[T, N]`` bool: the first-done window of the envs in ``envs`` only."""
+    window = trace.window()
+    keep = torch.zeros(trace.num_envs, dtype=torch.bool)
+    keep[envs] = True
+    return window & keep
+
+
+# -- the gate ----------------------------------------------------------------------------------
+
+
+@dataclass
+class GateLine:
+    """One line of the gate: ``value`` compared with ``threshold`` by ``op`` (``"<="`` or ``">="``)."""
+
+    name: str
+    value: float
+    threshold: float
+    op: str
+
+    @property
+    def passed(self) -> bool:
+        return self.value <= self.threshold if self.op == "<=" else self.value >= self.threshold
+
+
+@dataclass
+class GateResult:
+    """The gate's lines, and per battery command ``{name: {"falls", "tracking_perf"}}`` for the record."""
+
+    lines: list[GateLine]
+    per_command: dict[str, dict[str, float]]
+    smoothness_falls: int
+    config: GateConfig
+
+    @property
+    def passed(self) -> bool:
+        return all(line.passed for line in self.lines)
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "smoothness_falls": self.smoothness_falls, "per_command": self.per_command,
+                "lines": [{**asdict(line), "passed": line.passed} for line in self.lines],
+                "config": asdict(self.config)}
+
+    def format(self) -> str:
+        """The gate table: line, measured value, threshold, PASS / FAIL; then the overall verdict."""
+        cfg = self.config
+        out = [f"gate: {len(cfg.battery)} commands x {cfg.starts} noisy starts x {cfg.horizon_s:g} s, seed {cfg.seed}; "
+               f"smoothness at {cfg.smoothness_command} ({cfg.starts} starts)",
+               f"{'line':<34} {'measured':>9} {'threshold':>11}  result", "-" * 64]
+        for line in self.lines:
+            value = f"{line.value:.0f}" if line.name.startswith("falls") else f"{line.value:.3f}"
+            limit = f"{line.threshold:.0f}" if line.name.startswith("falls") else f"{line.threshold:.3f}"
+            out.append(f"{line.name:<34} {value:>9} {line.op + ' ' + limit:>11}  {'PASS' if line.passed else 'FAIL'}")
+        out.append("-" * 64)
+        out.append(f"{'gate':<34} {'':>9} {'':>11}  {'PASS' if self.passed else 'FAIL'}")
+        out.append("per command: " + "; ".join(f"{name}: {int(v['falls'])} falls, perf {v['tracking_perf']:.3f}"
+                                              for name, v in self.per_command.items()))
+        if self.smoothness_falls:
+            out.append(f"note: {self.smoothness_falls} smoothness env(s) fell; their windows end at the fall")
+        return "\n".join(out)
+
+
+def judge_gate(trace: RolloutTrace, rule: ThresholdSet, leg_ids: torch.Tensor, cfg: GateConfig) -> GateResult:
+    """Judge a rollout laid out by :meth:`GateConfig.commands` (``trace`` needs ``action`` and ``joint_vel``).
+
+    Args:
+        rule: fall thresholds (the task's evaluation rule).
+        leg_ids: ``[L]`` indices of the leg joints in the action and joint order.
+    """
+    if trace.action is None or trace.joint_vel is None:
+        raise ValueError("the gate needs a trace with actions and joint velocities (the G1 probe records them)")
+    th, k = cfg.thresholds, cfg.starts
+    fell = judge_falls(trace, rule).outcome == FALL
+    battery = slice(0, k * len(cfg.battery))
+    per_command = {}
+    for i, (name, _) in enumerate(cfg.battery):
+        envs = slice(i * k, (i + 1) * k)
+        per_command[name] = {"falls": int(fell[envs].sum()),
+                             "tracking_perf": tracking_perf(trace.lin_vel_b, trace.command, env_window(trace, envs),
+                                                            th.tracking_sigma)}
+    smooth = slice(battery.stop, battery.stop + k)
+    window = env_window(trace, smooth)
+    lines = [
+        GateLine("falls (battery, all starts)", float(fell[battery].sum()), th.max_falls, "<="),
+        GateLine("tracking perf (battery)", tracking_perf(trace.lin_vel_b, trace.command, env_window(trace, battery),
+                                                          th.tracking_sigma), th.min_tracking_perf, ">="),
+        GateLine("leg action change RMS (units)", action_change_rms(trace.action[..., leg_ids], window),
+                 th.max_action_change_rms, "<="),
+        GateLine("roll/pitch rate RMS (rad/s)", roll_pitch_rate_rms(trace.ang_vel_b, window),
+                 th.max_roll_pitch_rate_rms, "<="),
+        GateLine("yaw-rate error RMS (rad/s)", yaw_rate_error_rms(trace.ang_vel_b, trace.command, window),
+                 th.max_yaw_rate_error_rms, "<="),
+        GateLine("leg joint velocity RMS (rad/s)", masked_rms(trace.joint_vel[..., leg_ids], window),
+                 th.max_leg_joint_vel_rms, "<="),
+    ]
+    return GateResult(lines, per_command, int(fell[smooth].sum()), cfg)
+
+
+def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = None, progress: Progress = False) -> GateResult:
+    """Roll ``policy`` out once on ``probe``'s env (it must have :attr:`GateConfig.num_envs` envs) and judge the gate."""
+    cfg = cfg or GateConfig()
+    if probe.env.num_envs != cfg.num_envs:
+        raise ValueError(f"the gate runs {cfg.num_envs} envs, the env has {probe.env.num_envs}")
+    evaluator = Evaluator(probe, EvalConfig(horizon_s=cfg.horizon_s, seed=cfg.seed, commands=cfg.commands()), progress)
+    return judge_gate(evaluator.rollout(policy), probe.evaluation_rule, probe.leg_joint_ids, cfg)

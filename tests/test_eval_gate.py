@@ -1,0 +1,103 @@
+"""The gate's metrics against hand-computed values on small synthetic traces, its at-most-one-fall
+rule, and a short run of the shipped checkpoint through the whole gate path."""
+
+import dataclasses
+import math
+import os
+
+import pytest
+import torch
+
+from isaac_adapter.evaluation import ActorCriticPolicy
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+from isaac_adapter.evaluation.gate import (
+    BATTERY, GateConfig, GateLine, action_change_rms, judge_gate, masked_rms, roll_pitch_rate_rms, run_gate,
+    tracking_perf, yaw_rate_error_rms,
+)
+from isaac_adapter.evaluation.judge import ThresholdSet
+from isaac_adapter.evaluation.synthetic import make_trace
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+from isaac_adapter.tasks.registry import checkpoint_walk_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")
+RULE = ThresholdSet(name="eval", eval_success_height=0.6, tilt_xy_max=0.8, lateral_vel_max=1.15,
+                    tilt_grace_s=0.4, lateral_grace_s=0.7)
+
+
+def test_action_change_rms_pools_pairs_inside_the_window() -> None:
+    # one env, one joint: actions 0, 1, 3, 100; the window ends at step 2, so the 3 -> 100 pair is out
+    action = torch.tensor([0.0, 1.0, 3.0, 100.0]).reshape(4, 1, 1)
+    window = torch.tensor([True, True, True, False]).reshape(4, 1)
+    assert action_change_rms(action, window) == pytest.approx(math.sqrt((1 + 4) / 2))
+    # two joints pool as elements: changes (1, 3) then (1, 3) -> sqrt((1 + 9 + 1 + 9) / 4)
+    two = torch.tensor([[0.0, 0.0], [1.0, 3.0], [2.0, 6.0]]).reshape(3, 1, 2)
+    assert action_change_rms(two, torch.ones(3, 1, dtype=torch.bool)) == pytest.approx(math.sqrt(5.0))
+
+
+def test_rate_metrics() -> None:
+    ang = torch.tensor([[3.0, 4.0, 1.0], [0.0, 0.0, -1.0]]).reshape(2, 1, 3)
+    command = torch.tensor([0.0, 0.0, 1.0]).expand(2, 1, 3)
+    window = torch.ones(2, 1, dtype=torch.bool)
+    assert roll_pitch_rate_rms(ang, window) == pytest.approx(math.sqrt((25 + 0) / 2))  # |(3, 4)| = 5, then 0
+    assert yaw_rate_error_rms(ang, command, window) == pytest.approx(math.sqrt((0 + 4) / 2))
+    assert masked_rms(torch.zeros(2, 1, 3), torch.zeros(2, 1, dtype=torch.bool)) == 0.0  # empty window
+
+
+def test_tracking_perf_formula() -> None:
+    # errors |v - cmd| of 0, 0.5 and (ignored, outside the window) 10 m/s
+    lin = torch.tensor([[0.5, 0.0, 0.0], [0.5, 0.5, 0.0], [10.0, 0.0, 0.0]]).reshape(3, 1, 3)
+    command = torch.tensor([0.5, 0.0, 0.0]).expand(3, 1, 3)
+    window = torch.tensor([True, True, False]).reshape(3, 1)
+    assert tracking_perf(lin, command, window, 0.25) == pytest.approx((1.0 + math.exp(-1.0)) / 2)
+
+
+@pytest.mark.parametrize("falls, passed", [(0, True), (1, True), (2, False)])
+def test_at_most_one_fall(falls: int, passed: bool) -> None:
+    assert GateLine("falls", float(falls), 1, "<=").passed is passed
+
+
+def test_judge_gate_counts_battery_falls_and_splits_smoothness_envs() -> None:
+    cfg = GateConfig(starts=1)
+    n, t = cfg.num_envs, 50
+    height = torch.full((t, n), 0.75)
+    height[10:, :2] = 0.3  # the first two battery envs collapse at step 10
+    terminated = torch.zeros(t, n, dtype=torch.bool)
+    trace = make_trace(t, n, base_height=height, terminated=terminated)
+    trace.command = cfg.commands().expand(t, n, 3).clone()
+    trace.lin_vel_b = trace.command.clone()  # perfect tracking
+    trace.action = torch.zeros(t, n, 29)
+    trace.action[1::2, -1, 28] = 1.0  # the smoothness env (last) alternates 0, 1 on one of its 3 leg joints
+    trace.joint_vel = torch.zeros(t, n, 29)
+    result = judge_gate(trace, RULE, torch.tensor([28, 0, 1]), cfg)
+    lines = {line.name: line for line in result.lines}
+    assert lines["falls (battery, all starts)"].value == 2 and not result.passed
+    assert lines["tracking perf (battery)"].value == pytest.approx(1.0)
+    assert result.per_command[BATTERY[0][0]]["falls"] == 1
+    assert lines["leg action change RMS (units)"].value == pytest.approx(math.sqrt(1 / 3))
+
+
+@torch.no_grad()
+def test_shipped_checkpoint_through_the_gate_for_1_s() -> None:
+    cfg = GateConfig(starts=1, horizon_s=1.0)
+    env_cfg = checkpoint_walk_config(CHECKPOINT, num_envs=cfg.num_envs)
+    assert env_cfg.gait_period_s is not None  # the shipped policy is the gait-clock variant
+    env = G1WalkEnv(env_cfg)
+    probe = G1WalkProbe(env)
+    assert [env.joint_names[i] for i in probe.leg_joint_ids] == [
+        f"{side}_{j}_joint" for side in ("left", "right")
+        for j in ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")]
+    result = run_gate(probe, ActorCriticPolicy.from_checkpoint(CHECKPOINT, env.reset(), env.num_actions), cfg)
+    values = {line.name: line.value for line in result.lines}
+    assert values["falls (battery, all starts)"] == 0
+    assert 0.5 < values["tracking perf (battery)"] <= 1.0
+    assert 0.0 < values["leg action change RMS (units)"] < 2.0
+    assert 0.0 < values["leg joint velocity RMS (rad/s)"] < 5.0
+
+
+def test_gate_config_layout() -> None:
+    cfg = dataclasses.replace(GateConfig(), starts=2)
+    commands = cfg.commands()
+    assert commands.shape == (cfg.num_envs, 3) == (14, 3)
+    assert torch.allclose(commands[:2], torch.tensor([BATTERY[0][1]] * 2))
+    assert torch.allclose(commands[-2:], torch.tensor([[0.5, 0.0, 0.0]] * 2))
