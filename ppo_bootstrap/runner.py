@@ -166,9 +166,6 @@ class Runner:
         """One rollout into the algorithm's storage; returns episode statistics of this rollout."""
         env, alg = self.env, self.alg
         alg.start_rollout()
-        ended_return = torch.zeros((), device=self.device)
-        ended_length = torch.zeros((), device=self.device)
-        ended = torch.zeros((), device=self.device)
         ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per step: done, return, length
         info_sums: dict[str, Any] = {}
         n_broken = 0
@@ -192,9 +189,6 @@ class Runner:
             self.episode_return += result.reward
             self.episode_length += 1
             self.flag_watch.lengths(self.episode_length, result.truncated)
-            ended_return += (self.episode_return * done).sum()
-            ended_length += (self.episode_length * done).sum()
-            ended += done.sum()
             ends.append((done, self.episode_return.clone(), self.episode_length.clone()))
             self.episode_return *= keep
             self.episode_length *= keep
@@ -202,23 +196,24 @@ class Runner:
                 info_sums[key] = info_sums.get(key, 0.0) + value  # tensors stay on device until the end
             self.obs = self._to_device(result.obs)
         self.flag_watch.report()
-        self._remember_episodes(ends)
+        ended_returns, ended_lengths = self._ended_episodes(ends)
+        self.recent_episodes.extend(zip(ended_returns.tolist(), ended_lengths.tolist()))
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
-        n = float(ended)
+        n = float(ended_returns.numel())
         stats = {f"env/{k}": float(v) / self.cfg.num_steps_per_env for k, v in info_sums.items()}
         stats["episodes/ended"] = n
         stats["episodes/non_finite_resets"] = float(n_broken)
         if n:
-            stats["episodes/mean_return"] = float(ended_return) / n
-            stats["episodes/mean_length"] = float(ended_length) / n
+            stats["episodes/mean_return"] = float(ended_returns.sum()) / n
+            stats["episodes/mean_length"] = float(ended_lengths.sum()) / n
         return stats
 
-    def _remember_episodes(self, ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
-        """Keep the returns and lengths of the last 100 ended episodes (one host sync per rollout)."""
+    @staticmethod
+    def _ended_episodes(ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return and length ``[E]`` of every episode that ended in the rollout, from the per-step
+        ``(done [N], return [N], length [N])`` records (one host sync per rollout)."""
         done = torch.stack([d for d, _, _ in ends])
-        returns = torch.stack([r for _, r, _ in ends])[done]
-        lengths = torch.stack([n for _, _, n in ends])[done]
-        self.recent_episodes.extend(zip(returns.tolist(), lengths.tolist()))
+        return torch.stack([r for _, r, _ in ends])[done], torch.stack([n for _, _, n in ends])[done]
 
     # ------------------------------------------------------------------ training
     last_checkpoint: Path | None = None

@@ -23,15 +23,9 @@ from ppo_bootstrap.env import ObsGroups, StepResult
 
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
+from isaac_adapter.isaaclab.robot import as_torch, feet_in_contact, root_quat_wxyz
 from isaac_adapter.tasks.g1_walk import terms
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, CAUSE_TRAIN_RULE
-
-FOOT_CONTACT_FORCE_N = 1.0
-
-
-def _torch(x: Any) -> torch.Tensor:
-    return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
-
 
 class IsaacVelocityProbe:
     """:class:`~isaac_adapter.evaluation.evaluator.EvalProbe` of a manager-based Isaac Lab velocity task.
@@ -75,15 +69,14 @@ class IsaacVelocityProbe:
 
     def _read(self, cause: torch.Tensor) -> StepSample:
         d = self.robot.data
-        quat = _torch(d.root_link_quat_w)[:, [3, 0, 1, 2]]  # Isaac Lab 3: (x, y, z, w)
-        forces = _torch(self.sensor.data.net_forces_w)[:, self._sensor_feet]
+        quat = root_quat_wxyz(d)
         return StepSample(
-            root_pos_w=_torch(d.root_link_pos_w) - self.base.scene.env_origins,
+            root_pos_w=as_torch(d.root_link_pos_w) - self.base.scene.env_origins,
             tilt_xy=terms.tilt_xy(terms.projected_gravity(quat)),
-            lin_vel_b=terms.to_body(quat, _torch(d.root_link_lin_vel_w)),
-            ang_vel_b=terms.to_body(quat, _torch(d.root_link_ang_vel_w)),
-            foot_contact=forces.norm(dim=-1) > FOOT_CONTACT_FORCE_N,
-            torque=_torch(self.robot.actuators.applied_effort).clone(),
+            lin_vel_b=terms.to_body(quat, as_torch(d.root_link_lin_vel_w)),
+            ang_vel_b=terms.to_body(quat, as_torch(d.root_link_ang_vel_w)),
+            foot_contact=feet_in_contact(self.sensor, self._sensor_feet),
+            torque=as_torch(self.robot.actuators.applied_effort).clone(),
             command=self.command_term.command.clone(),
             env_cause=cause,
         )

@@ -26,7 +26,13 @@ from typing import Any
 
 import torch
 
-from isaac_adapter.isaaclab.robot import g1_articulation_cfg, require_isaaclab
+from isaac_adapter.isaaclab.robot import (
+    as_torch,
+    feet_in_contact,
+    g1_articulation_cfg,
+    require_isaaclab,
+    root_quat_wxyz,
+)
 from isaac_adapter.tasks.g1_walk import assets
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
@@ -45,7 +51,6 @@ from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg  # noqa: E402
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 
 TASK_ID = "G1-Walk-Direct-Isaac"
-FOOT_CONTACT_FORCE_N = 1.0  # a foot pushing on the ground with more than this is in contact
 
 
 @configclass
@@ -121,7 +126,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._joint_ids = self.robot.find_joints(list(g1.joint_names), preserve_order=True)[0]
         self._foot_ids = self.robot.find_bodies(list(assets.FEET), preserve_order=True)[0]
         self._contact_ids = self.feet_contact.find_bodies(list(assets.FEET), preserve_order=True)[0]
-        limits = _torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
+        limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
         self._target_low, self._target_high = limits[:, 0], limits[:, 1]
         self._init_task(task, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names, len(assets.FEET))
 
@@ -131,22 +136,20 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # fresh tensors (the seam's contract): Isaac Lab's data arrays are live views that resets
         # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
         d, ids, feet = self.robot.data, self._joint_ids, self._foot_ids
-        quat_xyzw = _torch(d.root_link_quat_w)
-        mass = _torch(d.body_mass).to(self.device)  # [N, B]
-        com = (_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
+        mass = as_torch(d.body_mass).to(self.device)  # [N, B]
+        com = (as_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         origins = self.scene.env_origins
-        forces = _torch(self.feet_contact.data.net_forces_w)[:, self._contact_ids]  # [N, F, 3]
         return PhysicsState(
-            root_pos_w=_torch(d.root_link_pos_w) - origins,
-            root_quat_w=quat_xyzw[:, [3, 0, 1, 2]],
-            root_lin_vel_w=_torch(d.root_link_lin_vel_w).clone(),
-            root_ang_vel_w=_torch(d.root_link_ang_vel_w).clone(),
-            joint_pos=_torch(d.joint_pos)[:, ids],
-            joint_vel=_torch(d.joint_vel)[:, ids],
-            applied_torque=_torch(self.robot.actuators.applied_effort)[:, ids],
-            foot_contact=forces.norm(dim=-1) > FOOT_CONTACT_FORCE_N,
-            foot_pos_w=_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
-            foot_lin_vel_w=_torch(d.body_link_lin_vel_w)[:, feet],
+            root_pos_w=as_torch(d.root_link_pos_w) - origins,
+            root_quat_w=root_quat_wxyz(d),
+            root_lin_vel_w=as_torch(d.root_link_lin_vel_w).clone(),
+            root_ang_vel_w=as_torch(d.root_link_ang_vel_w).clone(),
+            joint_pos=as_torch(d.joint_pos)[:, ids],
+            joint_vel=as_torch(d.joint_vel)[:, ids],
+            applied_torque=as_torch(self.robot.actuators.applied_effort)[:, ids],
+            foot_contact=feet_in_contact(self.feet_contact, self._contact_ids),
+            foot_pos_w=as_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
+            foot_lin_vel_w=as_torch(d.body_link_lin_vel_w)[:, feet],
             com_pos_w=com - origins,
         )
 
@@ -187,11 +190,6 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             return DirectRLEnv.step(self, action)
         finally:
             self._stepping = False
-
-
-def _torch(x: Any) -> torch.Tensor:
-    """Isaac Lab 3 data arrays (Warp-backed proxies) as torch tensors, without a copy."""
-    return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
 
 
 def make_g1_direct_env(task: G1WalkConfig, device: str | None = None, clip_actions: float | None = None) -> Any:

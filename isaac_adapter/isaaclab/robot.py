@@ -42,6 +42,27 @@ _ISAACLAB_GROUPS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+FOOT_CONTACT_FORCE_N = 1.0  # a foot pushing on the ground with more than this is in contact
+
+
+def as_torch(x: Any) -> Any:
+    """Isaac Lab 3 data arrays (Warp-backed proxies) as torch tensors, without a copy."""
+    import torch
+
+    return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
+
+
+def root_quat_wxyz(data: Any) -> Any:
+    """``[N, 4]`` root orientation ``(w, x, y, z)`` (the project's convention) from Isaac Lab 3's ``(x, y, z, w)``."""
+    return as_torch(data.root_link_quat_w)[:, [3, 0, 1, 2]]
+
+
+def feet_in_contact(sensor: Any, feet: Any) -> Any:
+    """``[N, F]`` bool: the contact sensor's bodies ``feet`` push on something with more than
+    :data:`FOOT_CONTACT_FORCE_N`."""
+    return as_torch(sensor.data.net_forces_w)[:, feet].norm(dim=-1) > FOOT_CONTACT_FORCE_N
+
+
 class IsaacLabSetupError(RuntimeError):
     """Isaac Lab, its Python or the local asset root is missing; the message says what to run."""
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,16 +113,10 @@ def check_sim(sim: str) -> None:
         if not (_installed("warp") and _installed("mujoco_warp")):
             raise UsageError('MuJoCo Warp is not installed: pip install -e ".[g1,warp]" (needs a CUDA GPU to be fast)')
     elif sim == "isaaclab":
-        if sys.version_info[:2] != (3, 12):
-            raise UsageError(
-                f"Isaac Lab 3.0 needs Python 3.12, this is {sys.version.split()[0]}: "
-                "run scripts/isaaclab_tier.sh, which builds a Python 3.12 environment with it"
-            )
-        if not _installed("isaaclab"):
-            raise UsageError("Isaac Lab is not installed: pip install 'isaaclab==3.0.0' (Python 3.12), or run scripts/isaaclab_tier.sh")
-        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root
+        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root, require_isaaclab
 
         try:
+            require_isaaclab()
             asset_root()
         except IsaacLabSetupError as err:
             raise UsageError(str(err)) from None
