@@ -10,13 +10,16 @@ joint positions taken right before Isaac Lab resets it (policy columns 12:41 are
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
 from ppo_bootstrap.episode import validate_step
 
-from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
+from isaac_adapter.isaaclab.velocity import fall_limit_angle, make_velocity_g1_env, velocity_g1_env_cfg
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 NUM_ENVS = 8
 JOINT_POS_COLUMNS = slice(12, 41)  # base lin vel, ang vel, gravity, command (3 + 3 + 3 + 3), then 29 joints
@@ -80,6 +83,53 @@ def test_final_obs_is_the_pre_reset_state_and_resets_are_selective(env):
     finally:
         base._reset_idx = original
     assert checked > 0 and timeouts > 0, (checked, timeouts, falls)
+
+
+UPRIGHT = (0.0, 0.0, 0.0, 1.0)  # root quaternion (x, y, z, w)
+ON_ITS_SIDE = (math.sin(math.pi / 4), 0.0, 0.0, math.cos(math.pi / 4))  # 90 deg roll
+
+
+def step_after_placing_half(env, height: float, quat_xyzw: tuple[float, ...]):
+    """Reset, put the root of envs ``0 .. N/2 - 1`` at ``height`` above their origin with ``quat_xyzw``,
+    take one zero-action step; returns the step result."""
+    base = env.unwrapped
+    env.reset()
+    placed = torch.arange(NUM_ENVS // 2)
+    pose = torch.zeros(placed.numel(), 7)
+    pose[:, :3] = _torch(base.scene.env_origins)[placed] + torch.tensor([0.0, 0.0, height])
+    pose[:, 3:] = torch.tensor(quat_xyzw)
+    base.scene["robot"].write_root_pose_to_sim_index(root_pose=pose, env_ids=placed)
+    return env.step(torch.zeros(NUM_ENVS, env.num_actions))
+
+
+def test_a_robot_lying_on_the_floor_has_fallen(env):
+    """Envs put on their side at pelvis height 0.2 m end as falls on the next step (Isaac Lab's
+    torso-contact term never fires on this model); the upright envs right after reset go on."""
+    res = step_after_placing_half(env, 0.2, ON_ITS_SIDE)
+    half = NUM_ENVS // 2
+    assert res.terminated[:half].all() and not res.truncated[:half].any()
+    assert not res.terminated[half:].any(), "an upright robot right after reset was ended"
+    assert set(env.unwrapped.termination_manager.active_terms) >= {"base_contact", "bad_orientation", "root_height"}
+
+
+def test_the_flat_task_ends_below_the_evaluation_height_and_rough_by_tilt_only():
+    """A robot low on the floor (a policy trained with the 0.25 m limit settled at 0.26 m) is a fall on
+    flat ground; on rough terrain world height is not height above the ground, so only tilt applies.
+    (Placing a robot upright that low makes the solver push its straight legs out of the floor,
+    so this is checked on the configuration.)"""
+    flat = velocity_g1_env_cfg("Isaac-Velocity-Flat-G1", num_envs=2, device="cpu")
+    assert flat.terminations.root_height.params["minimum_height"] == G1WalkConfig().eval_success_height == 0.60
+    assert flat.terminations.bad_orientation.params["limit_angle"] == pytest.approx(fall_limit_angle(0.8))
+    rough = velocity_g1_env_cfg("Isaac-Velocity-Rough-G1", num_envs=2, device="cpu")
+    assert getattr(rough.terminations, "root_height", None) is None
+    assert rough.terminations.bad_orientation.params["limit_angle"] == pytest.approx(fall_limit_angle(0.8))
+
+
+def test_fall_angle_is_the_task_tilt_threshold():
+    """tilt_xy = g_x^2 + g_y^2 = sin^2(angle): 0.8 is reached at asin(sqrt(0.8)) = 1.1071 rad (63.43 deg)."""
+    angle = fall_limit_angle(0.8)
+    assert angle == pytest.approx(1.1071487177940904, abs=1e-12)
+    assert math.sin(angle) ** 2 == pytest.approx(0.8, abs=1e-12)
 
 
 def test_runner_trains_a_few_iterations(env, tmp_path):

@@ -12,23 +12,37 @@ measured kit-less on Newton / MuJoCo-Warp, on CPU and on an H200), and a sixth t
 5. ``nconmax`` 32 contacts per world: the task's 10 is sized for the Isaac G1's capsule feet, and
    Newton warns that 44 contacts overflow the limit of 40 on this model;
 6. rough task only: the height scanner on the nested torso body (``Robot/torso_link`` matches no body
-   here). Its generated terrain needs no asset. Run on CPU only so far.
-
-``compute_final_obs`` is switched on so the adapter gets the true last observation of every ended
-env (:class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`).
+   here). Its generated terrain needs no asset. Run on CPU only so far;
+7. falls end the episode. The task's only fall term, ``base_contact``, waits for a contact on
+   ``torso_link``, and no body of this model reports a floor contact in a fall (the torso and knees
+   carry no collider; elbows and wrists report a constant self-contact). Seen on the H200: with
+   ``base_contact`` alone a fallen robot lay on the floor to the time limit (484 iterations, every
+   robot judged fell within 1.2 s); with the G1 task's training thresholds (0.25 m, tilt 0.8) the
+   policy learned to settle at 0.26 m (424 iterations). So the flat task ends an episode below
+   :attr:`G1WalkConfig.eval_success_height` (0.60 m, the height the evaluator calls a fall) and
+   both tasks beyond the tilt of :attr:`G1WalkConfig.tilt_threshold` (``bad_orientation``). The
+   height term is in world height, so on rough terrain only the tilt applies.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from isaac_adapter.isaaclab.robot import asset_root, g1_articulation_cfg, require_isaaclab
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 TASKS = ("Isaac-Velocity-Flat-G1", "Isaac-Velocity-Rough-G1")
 NCONMAX = 32
 # the converted USD nests the bodies; Isaac Lab's G1 has the torso right under Robot/
 TORSO_IN_USD = "Geometry/pelvis/waist_yaw_link/waist_roll_link/torso_link"
 NJMAX = 200
+
+
+def fall_limit_angle(tilt_threshold: float) -> float:
+    """The body tilt (rad from upright) at which ``tilt_xy = g_x^2 + g_y^2`` reaches ``tilt_threshold``:
+    ``tilt_xy = sin^2(angle)``, so Isaac Lab's ``bad_orientation`` ends the episode where the G1 task does."""
+    return math.asin(math.sqrt(tilt_threshold))
 
 
 def velocity_g1_env_cfg(
@@ -38,7 +52,7 @@ def velocity_g1_env_cfg(
     drives: str = "isaaclab",
     episode_length_s: float | None = None,
 ) -> Any:
-    """The task's env cfg with the five overrides of the module docstring and ``compute_final_obs``.
+    """The task's env cfg with the overrides of the module docstring and ``compute_final_obs``.
 
     Args:
         task: a registered Isaac Lab G1 velocity task id (:data:`TASKS`).
@@ -50,7 +64,8 @@ def velocity_g1_env_cfg(
     require_isaaclab()
     asset_root()  # fail with the fix before Isaac Lab looks for cloud paths
     import isaaclab_tasks  # noqa: F401  (registers the tasks)
-    from isaaclab.managers import SceneEntityCfg
+    from isaaclab.envs import mdp
+    from isaaclab.managers import SceneEntityCfg, TerminationTermCfg
     from isaaclab_tasks.utils import parse_env_cfg
 
     cfg = parse_env_cfg(task, device=device, num_envs=num_envs)
@@ -65,6 +80,14 @@ def velocity_g1_env_cfg(
     if getattr(cfg.scene, "height_scanner", None) is not None:  # the rough task scans from the torso
         cfg.scene.height_scanner.prim_path = "{ENV_REGEX_NS}/Robot/" + TORSO_IN_USD
     cfg.scene.sky_light = None
+    falls = G1WalkConfig()
+    cfg.terminations.bad_orientation = TerminationTermCfg(
+        func=mdp.bad_orientation, params={"limit_angle": fall_limit_angle(falls.tilt_threshold)}
+    )
+    if task == "Isaac-Velocity-Flat-G1":  # world height means height above the floor only on flat ground
+        cfg.terminations.root_height = TerminationTermCfg(
+            func=mdp.root_height_below_minimum, params={"minimum_height": falls.eval_success_height}
+        )
     cfg.sim.physics.solver_cfg.nconmax = NCONMAX
     cfg.sim.physics.solver_cfg.njmax = NJMAX
     if episode_length_s is not None:
