@@ -32,7 +32,7 @@ from isaac_adapter.evaluation.gait import walking_means
 from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
-from isaac_adapter.tasks.g1_walk.config import walk_config
+from isaac_adapter.tasks.registry import checkpoint_walk_config
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 
@@ -106,7 +106,8 @@ def main() -> None:
     parser.add_argument("run_dir", help="a run's log dir (model_<it>.pt, metrics.jsonl), or one checkpoint file")
     parser.add_argument("--every", type=int, default=200, help="evaluate checkpoints whose iteration is a multiple")
     parser.add_argument("--iterations", type=int, nargs="*", help="evaluate exactly these checkpoints")
-    parser.add_argument("--gait-clock", action="store_true", help="the run trained the gait-clock task variant")
+    parser.add_argument("--gait-clock", action="store_true",
+                        help="the run trained the gait-clock variant (checkpoints that record their task say so)")
     parser.add_argument("--backend", default="mujoco")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--num-envs", type=int, default=1024)
@@ -123,8 +124,12 @@ def main() -> None:
     metrics = read_metrics(log) if (log / "metrics.jsonl").exists() else []
     progress = {int(r["iteration"]): (int(r["total_steps"]), r["train_s"]) for r in metrics}
     device = args.device if args.backend == "warp" else "cpu"
-    env = G1WalkEnv(walk_config(args.gait_clock, num_envs=args.num_envs, seed=args.seed, device=device),
-                    backend=args.backend)
+    chosen = checkpoints(run_dir, args.every, args.iterations)
+    # the task the run recorded (its command ranges too: a checkpoint that recorded none gets those of
+    # its time, so that mixed-command figures stay comparable); --gait-clock for files that do not say
+    env_cfg = checkpoint_walk_config(str(chosen[0][1]), gait_clock=True if args.gait_clock else None,
+                                     num_envs=args.num_envs, seed=args.seed, device=device)
+    env = G1WalkEnv(env_cfg, backend=args.backend)
     commands = None if args.command == "env" else tuple(float(v) for v in args.command.split(","))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=commands))
     obs = env.reset(seed=args.seed)
@@ -133,7 +138,7 @@ def main() -> None:
           f"command {args.command}")
     print_header()
     rows = []
-    for it, path in checkpoints(run_dir, args.every, args.iterations):
+    for it, path in chosen:
         report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, obs, env.num_actions))
         if it not in progress:
             progress[it] = (int(checkpoint.read(path)["total_steps"]), float("nan"))

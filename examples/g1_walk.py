@@ -75,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num-steps-per-env", type=int, default=24)
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact",
                         help="value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, or none (a fall)")
+    parser.add_argument("--symmetry", choices=("off", "augment", "loss", "both"), default="off",
+                        help="left-right mirror symmetry: train on mirrored samples too (augment), add the mirror "
+                        "loss (loss), or both; needs an env with a 'symmetry' (the G1-Walk tasks)")
+    parser.add_argument("--symmetry-loss-coef", type=float, default=None,
+                        help="weight of the mirror loss with --symmetry loss or both (default 1.0)")
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: the Runner's choice)")
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the per-step env contract checks (each costs a host sync on GPU)")
@@ -103,6 +108,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if args.task not in (None, "G1-Walk-Clock-v0"):
             parser.error(f"--gait-clock is the task G1-Walk-Clock-v0, not {args.task}")
         args.task = "G1-Walk-Clock-v0"
+    if args.symmetry_loss_coef is not None and args.symmetry not in ("loss", "both"):
+        parser.error("--symmetry-loss-coef needs --symmetry loss or both")
     return args
 
 
@@ -159,6 +166,18 @@ def resume_path(args: argparse.Namespace, experiment: str) -> Path | None:
     return find_checkpoint(args.log_root, experiment, args.load_run, args.checkpoint or r"model_\d+\.pt")
 
 
+def resumed_task_config(start: Path | None, spec: registry.TaskSpec) -> G1WalkConfig | None:
+    """The G1 task a resumed run recorded, so that it goes on with the commands and rewards it
+    started with (the task's defaults may have changed since); None for a fresh run, another task
+    (fine-tuning on a new task takes that task's config) or a checkpoint that recorded none."""
+    if start is None or not spec.is_g1_walk:
+        return None
+    from isaac_adapter.tasks.g1_walk.config import stored_config
+
+    recorded, params = registry.checkpoint_task(checkpoint.read(start), str(start))
+    return stored_config(params, spec.config_preset) if recorded.id == spec.id and params else None
+
+
 def train(args: argparse.Namespace) -> Runner:
     # everything that can be refused is refused before the env is built
     task_id = args.task
@@ -168,6 +187,8 @@ def train(args: argparse.Namespace) -> Runner:
         task_id = registry.checkpoint_task(checkpoint.read(start), str(start))[0].id
         experiment = args.experiment_name or task_id
     spec = registry.get_task(task_id or registry.DEFAULT_TASK)
+    if args.symmetry != "off" and not spec.is_g1_walk:
+        raise registry.UsageError(f"--symmetry {args.symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
     sim, env_device = registry.resolve(spec, args.sim, args.device)
     registry.check_sim(sim)
     # the learner sits with the env, or on the GPU asked for beside a CPU env; torchrun gives rank r cuda:r
@@ -182,14 +203,17 @@ def train(args: argparse.Namespace) -> Runner:
         torch.set_num_threads(args.torch_threads)
 
     task_overrides = {"model_variant": args.model_variant} if args.model_variant and spec.is_g1_walk else {}
-    env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, **task_overrides)
+    env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank,
+                            config=resumed_task_config(start, spec), **task_overrides)
     cfg = RunnerConfig(
         num_steps_per_env=args.num_steps_per_env,
         save_interval=args.save_interval,
         log_dir=None,
         seed=args.seed,
         validate_env_output=not args.no_validate,
-        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap),
+        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=args.symmetry in ("augment", "both"),
+                      symmetry_loss_coef=(1.0 if args.symmetry_loss_coef is None else args.symmetry_loss_coef)
+                      if args.symmetry in ("loss", "both") else 0.0),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
     log_dir = Path(args.log_dir) if args.log_dir else None
@@ -262,16 +286,14 @@ def export(runner: Runner, directory: Path) -> list[Path]:
 
 
 def play_config(path: str, args: argparse.Namespace) -> G1WalkConfig:
-    """The G1 task a checkpoint was trained on, for one env on CPU MuJoCo."""
-    from isaac_adapter.tasks.g1_walk.config import walk_config
-
-    spec, env_params = registry.checkpoint_task(checkpoint.read(path), path)
+    """The G1 task a checkpoint was trained on (its recorded config), for one env on CPU MuJoCo."""
+    spec, _ = registry.checkpoint_task(checkpoint.read(path), path)
     if args.task and args.task != spec.id:
         raise registry.UsageError(f"{path} was trained on {spec.id}, not --task {args.task}")
     if not spec.is_g1_walk:
         raise registry.UsageError(f"--play renders the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
-    variant = args.model_variant or env_params.get("model_variant", G1WalkConfig.model_variant)
-    return walk_config(spec.gait_clock, num_envs=1, seed=args.seed, model_variant=variant)
+    variant = {"model_variant": args.model_variant} if args.model_variant else {}
+    return registry.checkpoint_walk_config(path, num_envs=1, seed=args.seed, **variant)
 
 
 def play(args: argparse.Namespace) -> None:

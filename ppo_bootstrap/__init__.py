@@ -15,6 +15,7 @@ from ppo_bootstrap.modules import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
 from ppo_bootstrap.runner import Runner, RunnerConfig
 from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
+from ppo_bootstrap.symmetry import SignPermutation, Symmetry
 
 __version__ = "0.1.0"
 
@@ -31,7 +32,9 @@ __all__ = [
     "RolloutStorage",
     "Runner",
     "RunnerConfig",
+    "SignPermutation",
     "StepResult",
+    "Symmetry",
     "TerminalRows",
     "TimeoutBootstrap",
     "Transition",

@@ -10,7 +10,7 @@ from tensordict import TensorDict
 from torch import nn
 
 from ppo_bootstrap import distributed
-from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, critic_obs
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, critic_obs
 from ppo_bootstrap.episode import (
     TIMEOUT_BOOTSTRAP_MODES,
     State,
@@ -25,6 +25,7 @@ from ppo_bootstrap.episode import (
 from ppo_bootstrap.gae import compute_gae
 from ppo_bootstrap.modules.actor_critic import ActorCritic
 from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
+from ppo_bootstrap.symmetry import Symmetry
 
 
 @dataclass
@@ -53,6 +54,17 @@ class PPOConfig:
     timeout_bootstrap: TimeoutBootstrap = "exact"
     """How truncated steps are valued (:data:`ppo_bootstrap.episode.TimeoutBootstrap`): ``exact``
     (this library), ``state_value`` (rsl_rl's ``V(s_t)``) or ``none`` (timeout as a fall)."""
+    symmetry_augmentation: bool = False
+    """Train on every mini-batch and on its left-right mirror image (twice the samples per step);
+    needs a :class:`~ppo_bootstrap.symmetry.Symmetry` (the env's ``symmetry``) and a feed-forward policy."""
+    symmetry_loss_coef: float = 0.0
+    """Weight of the mirror loss ``mean || mu(mirror(o)) - mirror(mu(o)) ||^2`` on the actor's mean
+    (logged as ``loss/symmetry``); 0 turns it off. Same requirements as ``symmetry_augmentation``."""
+
+    @property
+    def uses_symmetry(self) -> bool:
+        """Whether the update needs a :class:`~ppo_bootstrap.symmetry.Symmetry`."""
+        return self.symmetry_augmentation or self.symmetry_loss_coef > 0
 
     def __post_init__(self) -> None:
         if self.timeout_bootstrap not in TIMEOUT_BOOTSTRAP_MODES:
@@ -64,17 +76,34 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.lam <= 1.0):
             raise ValueError(f"gamma and lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+        if not isinstance(self.symmetry_augmentation, bool):
+            raise ValueError(f"symmetry_augmentation must be True or False, got {self.symmetry_augmentation!r}")
+        if not (isinstance(self.symmetry_loss_coef, (int, float)) and 0.0 <= self.symmetry_loss_coef < float("inf")):
+            raise ValueError(f"symmetry_loss_coef must be a finite number >= 0, got {self.symmetry_loss_coef!r}")
 
 
 class PPO:
     """The learner. It owns the rollout storage and the recurrent states: the Runner hands it each
     observation (:meth:`act`) and each env answer (:meth:`process_env_step`), then asks for value
-    targets (:meth:`compute_returns`) and clipped-surrogate updates (:meth:`update`)."""
+    targets (:meth:`compute_returns`) and clipped-surrogate updates (:meth:`update`).
 
-    def __init__(self, policy: ActorCritic, cfg: PPOConfig, device: torch.device | str = "cpu") -> None:
+    ``symmetry``: the task's left-right mirror, required when ``cfg`` asks for symmetry
+    augmentation or the mirror loss (feed-forward policies only).
+    """
+
+    def __init__(
+        self, policy: ActorCritic, cfg: PPOConfig, device: torch.device | str = "cpu", symmetry: Symmetry | None = None
+    ) -> None:
+        if cfg.uses_symmetry and symmetry is None:
+            raise ValueError("PPOConfig asks for symmetry (symmetry_augmentation or symmetry_loss_coef > 0) but no "
+                             "symmetry was given: pass PPO(..., symmetry=Symmetry(...)) or turn both options off")
+        if cfg.uses_symmetry and policy.is_recurrent:
+            raise ValueError("symmetry augmentation and the mirror loss need a feed-forward policy (a recurrent "
+                             "state has no mirror image): set PolicyConfig.recurrent=None or turn symmetry off")
         self.policy = policy
         self.cfg = cfg
         self.device = torch.device(device)
+        self.symmetry = symmetry.to(self.device) if symmetry is not None else None
         # The learning rate lives on the device and adapts there, so the KL schedule costs no host
         # sync per mini-batch; fused Adam on CUDA reads it as a tensor, the CPU path as a float.
         self.lr = torch.tensor(cfg.learning_rate, device=self.device)
@@ -103,6 +132,8 @@ class PPO:
     def init_storage(self, num_steps: int, num_envs: int, obs: ObsGroups, num_actions: int) -> None:
         """Allocate the rollout storage for observation groups shaped like ``obs`` (``[N, D_g]``) and
         zero recurrent states for ``num_envs`` envs."""
+        if self.cfg.uses_symmetry:
+            self.symmetry.check({g: v.to(self.device) for g, v in obs.items()}, num_actions)
         shapes = {g: tuple(v.shape[1:]) for g, v in obs.items()}
         self.storage = RolloutStorage(num_steps, num_envs, shapes, num_actions, self.device)
         self.states = self.policy.initial_state(num_envs, self.device)
@@ -183,12 +214,19 @@ class PPO:
         """Move the observation normalizers with this rollout's observations (over every rank).
 
         Once per iteration, after the update: every value of a rollout (stored, last and final) and
-        every ratio of its update share one normalization.
+        every ratio of its update share one normalization. With symmetry on, the mirrored
+        observations count too: the networks are trained on them, and statistics of a rollout and
+        its mirror image normalize a mirrored observation as its original (a mirror-symmetric mean
+        and std), so an equivariant policy stays equivariant after normalization.
         """
         obs = self.storage.data["obs"]
-        self.policy.update_normalizers(
-            obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1), distributed.global_moments
-        )
+        policy_obs, value_obs = obs[POLICY].flatten(0, 1), critic_obs(obs).flatten(0, 1)
+        self.policy.update_normalizers(policy_obs, value_obs, distributed.global_moments)
+        if self.cfg.uses_symmetry:
+            mirrored_policy, mirrored_value = self._mirror_inputs(obs)
+            self.policy.update_normalizers(
+                mirrored_policy.flatten(0, 1), mirrored_value.flatten(0, 1), distributed.global_moments
+            )
 
     # ------------------------------------------------------------------ update
     def update(self, generator: torch.Generator | None = None) -> dict[str, float]:
@@ -197,7 +235,7 @@ class PPO:
         graphed = cfg.cuda_graph and self._tensor_lr and not storage.is_recurrent and not distributed.is_distributed()
         if graphed and (self._graph is None or self._graph.storage is not storage):
             self._graph = _GraphedStep(self, storage)
-        losses = []  # per mini-batch [value, surrogate, entropy, kl], read back once at the end
+        losses = []  # per mini-batch [value, surrogate, entropy, kl, symmetry], read back once at the end
         for _ in range(cfg.num_learning_epochs):
             if graphed:
                 perm, size = storage.permutation(cfg.num_mini_batches, generator)
@@ -206,45 +244,108 @@ class PPO:
                 continue
             for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
                 losses.append(self._step(batch, states, starts))
-        value, surrogate, entropy, kl = torch.stack(losses).mean(0).tolist()
-        return {
+        value, surrogate, entropy, kl, symmetry = torch.stack(losses).mean(0).tolist()
+        stats = {
             "loss/value": value,
             "loss/surrogate": surrogate,
             "loss/entropy": entropy,
             "policy/kl": kl,
             "policy/learning_rate": self.learning_rate,
         }
+        if cfg.uses_symmetry:
+            stats["loss/symmetry"] = symmetry
+        return stats
 
-    def _step(self, batch, states: tuple[State, State], starts: torch.Tensor | None) -> torch.Tensor:
-        """One gradient step on a mini-batch; returns ``[value loss, surrogate, entropy, kl]`` on device."""
-        cfg = self.cfg
-        dist, values = self.policy.evaluate(batch["obs", POLICY], critic_obs(batch["obs"]), states, starts)
-        log_probs = dist.log_prob(batch["actions"]).sum(-1)
+    def _mirror_inputs(self, obs: TensorDict) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mirror images of the actor's and the critic's inputs of ``obs`` (``[..., D]`` each)."""
+        sym = self.symmetry
+        mirrored_policy = sym.mirror_group(POLICY, obs[POLICY])
+        if CRITIC in obs.keys():
+            return mirrored_policy, sym.mirror_group(CRITIC, obs[CRITIC])
+        return mirrored_policy, mirrored_policy
+
+    def loss(
+        self, batch: TensorDict, states: tuple[State, State] = (None, None), starts: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The PPO loss of a mini-batch (``[B]`` feed-forward, ``[T, B]`` recurrent, as
+        :meth:`RolloutStorage.mini_batches` yields it): ``(loss, terms)``, ``terms`` holding the 0-dim
+        ``value``, ``surrogate``, ``entropy`` (all three with their gradient), ``kl`` and ``symmetry``
+        (without; ``symmetry`` is 0 when neither symmetry option is on).
+
+        With ``symmetry_augmentation`` every term is the mean over the ``2 B`` samples of the batch
+        and of its mirror image; ``kl`` (the learning-rate schedule's measure) stays on the batch
+        itself. With ``symmetry_loss_coef`` the loss adds ``coef * symmetry``, the mirror loss.
+        """
+        cfg, sym = self.cfg, self.symmetry
+        obs = batch["obs"]
+        policy_obs, value_obs = obs[POLICY], critic_obs(obs)
+        actions, old_log_probs = batch["actions"], batch["log_probs"]
+        adv, returns, old_values = batch["advantages"], batch["returns"], batch["values"]
+        n = policy_obs.shape[0]  # the batch's own samples come first
+        if cfg.symmetry_augmentation:
+            # The mirrored sample (M o, M a) is a step of the mirrored rollout, which the mirrored
+            # behaviour policy pi_old(M^-1 . | M^-1 .) took: its probability of M a at M o is
+            # pi_old(a | o), the stored one. So the importance ratio pi(M a | M o) / pi_old(a | o)
+            # reuses the stored log-prob, and in a mirror-symmetric task that policy's advantage and
+            # return at (M o, M a) equal the stored ones at (o, a); the value clip keeps V_old(o),
+            # the old estimate of the same state's value. Recomputing pi_old(M a | M o) instead
+            # would weight M a as if the old policy had drawn it, biasing the gradient wherever
+            # the old policy is not yet symmetric.
+            mirrored_policy, mirrored_value = self._mirror_inputs(obs)
+            policy_obs = torch.cat([policy_obs, mirrored_policy])
+            value_obs = torch.cat([value_obs, mirrored_value])
+            actions = torch.cat([actions, sym.mirror_actions(actions)])
+            old_log_probs, adv, returns, old_values = (x.repeat(2) for x in (old_log_probs, adv, returns, old_values))
+        dist, values = self.policy.evaluate(policy_obs, value_obs, states, starts)
+        log_probs = dist.log_prob(actions).sum(-1)
         entropy = dist.entropy().sum(-1).mean()
 
         with torch.no_grad():
-            kl = _gaussian_kl(batch["action_mean"], batch["action_std"], dist.mean, dist.stddev).mean()
-            distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
-        if cfg.schedule == "adaptive":
-            self._adapt_learning_rate(kl)
+            # how far the update moved the policy from the one that collected the batch, on its own samples
+            mean, std = (dist.mean[:n], dist.stddev[:n]) if cfg.symmetry_augmentation else (dist.mean, dist.stddev)
+            kl = _gaussian_kl(batch["action_mean"], batch["action_std"], mean, std).mean()
 
-        ratio = torch.exp(log_probs - batch["log_probs"])
-        adv = batch["advantages"]
+        ratio = torch.exp(log_probs - old_log_probs)
         surrogate = -torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param)).mean()
-        returns = batch["returns"]
         if cfg.use_clipped_value_loss:
-            clipped = batch["values"] + (values - batch["values"]).clamp(-cfg.clip_param, cfg.clip_param)
+            clipped = old_values + (values - old_values).clamp(-cfg.clip_param, cfg.clip_param)
             value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()
         else:
             value_loss = ((values - returns) ** 2).mean()
         loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
+
+        symmetry_loss = torch.zeros((), device=loss.device)
+        if cfg.uses_symmetry:
+            mean = dist.mean
+            if cfg.symmetry_augmentation:
+                mean, mirrored_mean = mean[:n], mean[n:]
+            else:
+                mirrored_mean = self.policy.act_inference(self._mirror_inputs(obs)[0])[0]
+            # The gradient flows through mu(M o) only: the mean at the visited state o is what the
+            # advantages shaped, so the mirror loss carries it over to the mirror image instead of
+            # also pulling the data-backed action towards the (unvisited) mirrored one.
+            symmetry_loss = (mirrored_mean - sym.mirror_actions(mean).detach()).square().mean()
+            if cfg.symmetry_loss_coef > 0:
+                loss = loss + cfg.symmetry_loss_coef * symmetry_loss
+        terms = {"value": value_loss, "surrogate": surrogate, "entropy": entropy, "kl": kl,
+                 "symmetry": symmetry_loss.detach()}
+        return loss, terms
+
+    def _step(self, batch, states: tuple[State, State], starts: torch.Tensor | None) -> torch.Tensor:
+        """One gradient step on a mini-batch; returns ``[value loss, surrogate, entropy, kl, symmetry]`` on device."""
+        cfg = self.cfg
+        loss, terms = self.loss(batch, states, starts)
+        kl = terms["kl"]
+        distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
+        if cfg.schedule == "adaptive":
+            self._adapt_learning_rate(kl)
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         distributed.average_gradients_(self.policy.parameters())
         nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
-        return torch.stack([value_loss, surrogate, entropy, kl]).detach()
+        return torch.stack([terms[k] for k in ("value", "surrogate", "entropy", "kl", "symmetry")]).detach()
 
     def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
         """Divide the learning rate by 1.5 when KL > 2 x target, multiply when 0 < KL < target / 2."""

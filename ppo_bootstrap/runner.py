@@ -34,6 +34,7 @@ from ppo_bootstrap.episode import (
 )
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
+from ppo_bootstrap.symmetry import env_symmetry
 
 
 @dataclass
@@ -100,6 +101,10 @@ class Runner:
         runner = Runner(env, RunnerConfig(log_dir="runs/g1"))
         runner.learn(1500)
         runner.export_onnx("policy.onnx")
+
+    When ``cfg.ppo`` asks for symmetry (``symmetry_augmentation`` or ``symmetry_loss_coef``), the
+    env must offer its mirror as the attribute ``symmetry`` (a :class:`~ppo_bootstrap.symmetry.Symmetry`),
+    itself or through its ``unwrapped`` env; the Runner raises a one-line ``ValueError`` otherwise.
     """
 
     def __init__(self, env: VecEnv, cfg: RunnerConfig | None = None, device: str | torch.device | None = None) -> None:
@@ -124,7 +129,8 @@ class Runner:
         critic_dim = critic_obs(self.obs).shape[-1]
         self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
         distributed.broadcast_module_(self.policy)
-        self.alg = PPO(self.policy, self.cfg.ppo, self.device)
+        symmetry = env_symmetry(env) if self.cfg.ppo.uses_symmetry else None
+        self.alg = PPO(self.policy, self.cfg.ppo, self.device, symmetry=symmetry)
         self.alg.init_storage(self.cfg.num_steps_per_env, env.num_envs, self.obs, env.num_actions)
         self.iteration = 0
         self.total_steps = 0

@@ -81,9 +81,17 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "expect:" in out and "evaluation (5 s" in out and f"wrote: {run / 'params'}" in out
 
+    # the run goes on with the task it recorded, not with today's defaults: make the record differ
+    saved = {k: v for k, v in saved.items() if k != "checksum"}
+    saved["task"]["env"].update(lin_vel_y_range=[-0.3, 0.3], rel_standing_envs=0.0)
+    saved["task"]["env"]["rewards"]["action_rate"] = -0.02
+    checkpoint.save_atomic(saved, run / "model_2.pt")
     resumed = g1_walk.main([*common, "--resume", "--max_iterations", "1"])  # no --task: the checkpoint's
     assert f"resumed from {run / 'model_2.pt'} at iteration 2" in capsys.readouterr().out
     assert resumed.iteration == 3 and resumed.metadata["id"] == "G1-Walk-Clock-v0"
+    task = resumed.env.task_cfg
+    assert task.lin_vel_y_range == (-0.3, 0.3) and task.rel_standing_envs == 0.0 and task.rewards.action_rate == -0.02
+    assert task.num_envs == 4 and task.gait_period_s == pytest.approx(0.8)
 
 
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):

@@ -13,7 +13,7 @@ import torch
 from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
 from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
-from isaac_adapter.tasks.g1_walk.config import gait_clock_config
+from isaac_adapter.tasks.registry import checkpoint_walk_config
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +23,8 @@ CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")
 @pytest.mark.parametrize("command", [(0.5, 0.0, 0.0), (0.3, 0.2, 0.3)])
 @torch.no_grad()
 def test_shipped_policy_walks_for_15_s_without_a_fall(command) -> None:
-    env = G1WalkEnv(gait_clock_config(num_envs=6, seed=0))
+    # the task the checkpoint recorded: the gait clock, and the command settings it was trained with
+    env = G1WalkEnv(checkpoint_walk_config(CHECKPOINT, num_envs=6, seed=0))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0, seed=0, commands=command))
     obs = env.reset(seed=0)
     report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(CHECKPOINT, obs, env.num_actions))

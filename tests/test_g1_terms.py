@@ -145,6 +145,16 @@ def test_record_first_keeps_the_first_crossing() -> None:
         ({"tilt_threshold": -0.8}, "tilt_threshold"),
         ({"lateral_vel_threshold": -1.15}, "lateral_vel_threshold"),
         ({"tilt_grace_s": -0.4}, "tilt_grace_s"),
+        ({"lin_vel_x_range": (1.0, -0.5)}, "lin_vel_x_range"),
+        ({"lin_vel_y_range": (-math.inf, 0.5)}, "lin_vel_y_range"),
+        ({"ang_vel_z_range": (0.5, -0.5)}, "ang_vel_z_range"),
+        ({"rel_standing_envs": -0.1}, "rel_standing_envs"),
+        ({"rel_standing_envs": 1.5}, "rel_standing_envs"),
+        ({"resampling_time_range": (0.0, 10.0)}, "resampling_time_range"),
+        ({"resampling_time_range": (10.0, 5.0)}, "resampling_time_range"),
+        ({"solver_iterations": 0}, "solver_iterations"),
+        ({"solver_iterations": 2.5}, "solver_iterations"),
+        ({"ls_iterations": -1}, "ls_iterations"),
     ],
 )
 def test_config_rejects_inconsistent_settings(kwargs: dict, message: str) -> None:
@@ -161,3 +171,40 @@ def test_feet_air_time_rewards_single_stance_only() -> None:
     # double stance 0; single stance: min(stance time of the down foot, air time of the up foot), capped
     assert reward.tolist() == pytest.approx([0.0, 0.2, 0.4, 0.0])
     assert terms.feet_air_time_biped(air, stance, contact, torch.zeros(4, 3), 0.4).abs().sum() == 0
+
+
+def test_the_gate_battery_lies_inside_the_command_ranges_with_a_margin() -> None:
+    from isaac_adapter.evaluation.gate import BATTERY
+
+    cfg = G1WalkConfig()
+    ranges = (cfg.lin_vel_x_range, cfg.lin_vel_y_range, cfg.ang_vel_z_range)
+    for name, command in BATTERY:
+        for value, (lo, hi) in zip(command, ranges):
+            assert lo + 0.1 <= value <= hi - 0.1 or value == 0.0, (name, command, ranges)
+    assert 0 < cfg.rel_standing_envs < 1  # the battery's 'stand' is drawn too
+
+
+def test_joint_vel_l2_sums_the_masked_joints_squared() -> None:
+    joint_vel = torch.tensor([[1.0, -2.0, 3.0], [0.5, 0.0, -4.0]])
+    mask = torch.tensor([1.0, 1.0, 0.0])
+    # env 0: 1 + 4 (joint 2 masked out); env 1: 0.25 + 0
+    assert terms.joint_vel_l2(joint_vel, mask).tolist() == [5.0, 0.25]
+
+
+def test_action_rate_and_ang_vel_xy_by_hand() -> None:
+    action = torch.tensor([[0.5, -1.0], [0.0, 0.0]])
+    last = torch.tensor([[0.25, 1.0], [0.0, 3.0]])
+    assert terms.action_rate_l2(action, last).tolist() == [0.0625 + 4.0, 9.0]
+    ang_vel_b = torch.tensor([[0.1, -0.2, 5.0], [0.0, 0.0, -1.0]])  # yaw rate is not penalised
+    assert terms.ang_vel_xy_l2(ang_vel_b).tolist() == pytest.approx([0.05, 0.0])
+
+
+def test_projected_gravity_of_a_batch_of_any_shape() -> None:
+    upright = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    half = math.sqrt(0.5)  # 90 deg about x: down (0, 0, -1) seen from the body is (0, -1, 0)
+    rolled = torch.tensor([half, half, 0.0, 0.0])
+    quat = torch.stack([torch.stack([upright, rolled])] * 3)  # [3, 2, 4]
+    gravity = terms.projected_gravity(quat)
+    assert gravity.shape == (3, 2, 3)
+    torch.testing.assert_close(gravity[:, 0], torch.tensor([[0.0, 0.0, -1.0]] * 3))
+    torch.testing.assert_close(gravity[:, 1], torch.tensor([[0.0, -1.0, 0.0]] * 3))

@@ -179,4 +179,4 @@ class RobotArrays:
         self.qvel[ids] = rows_v
         self.ctrl[ids] = qpos[:, 7:]
         # no torque has been applied to a fresh state yet
-        self.torque[ids] = 0.0
+        self.torque.index_fill_(0, ids, 0.0)  # a Python value through an index would sync on a GPU

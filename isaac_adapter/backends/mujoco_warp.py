@@ -327,14 +327,14 @@ class MujocoWarpBackend:
         self._flags |= self._overflow
         mask = self._reset_mask
         mask.zero_()
-        mask[ids] = True
+        mask.index_fill_(0, ids, True)  # not mask[ids] = True: a Python value through an index syncs
         keep = ~mask[:, None]
         saved = (self._sensordata.clone(), self._xpos.clone(), self._subtree_com.clone())
 
         # mj_resetData on those worlds: time, controls, activations, warm start, applied forces...
         self._run("reset")
         self._robot.write_reset_rows(ids, qpos, qvel)
-        self._nonfinite[ids] = False
+        self._nonfinite.index_fill_(0, ids, False)
 
         # positions, velocities, sensors of the new states (step1 runs on every world; the
         # outputs reported by state() are put back where the state did not change)

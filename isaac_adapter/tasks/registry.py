@@ -7,6 +7,8 @@ id                                 what                                         
                                    (the recipe that walks; ``docs/checkpoints``)
 ``G1-Walk-v0``                     the same task without the clock (Isaac Lab's        mujoco, warp, isaaclab
                                    air-time recipe: learns to stand, not to step)
+``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
+                                   (``config.smooth_gait_config``; to be measured)
 ``Isaac-Velocity-Flat-G1``         Isaac Lab's own task on the local 29-joint G1       isaaclab
 ``Isaac-Velocity-Rough-G1``        the same on generated rough terrain                 isaaclab
 ``Mjlab-Velocity-Flat-Unitree-G1`` mjlab's G1 velocity task                            mjlab
@@ -40,17 +42,27 @@ class TaskSpec:
         description: one line for listings.
         sims: the physics it runs on; the first that is installed is the default off a GPU.
         gait_clock: for the project's G1 task: whether the gait-clock variant (None for others).
+        preset: for the project's G1 task: its key in ``config.PRESETS``, when not the one
+            ``gait_clock`` names (``"gait_clock"`` or ``"default"``).
     """
 
     id: str
     description: str
     sims: tuple[str, ...]
     gait_clock: bool | None = None
+    preset: str | None = None
 
     @property
     def is_g1_walk(self) -> bool:
         """The project's own task (its config, evaluator and checkpoints), on any of its sims."""
         return self.gait_clock is not None
+
+    @property
+    def config_preset(self) -> str | None:
+        """The G1 task's preset (``config.PRESETS`` key); None for the other tasks."""
+        if not self.is_g1_walk:
+            return None
+        return self.preset or ("gait_clock" if self.gait_clock else "default")
 
 
 TASKS: dict[str, TaskSpec] = {
@@ -58,6 +70,8 @@ TASKS: dict[str, TaskSpec] = {
     for spec in (
         TaskSpec("G1-Walk-Clock-v0", "G1 velocity walking with a 0.8 s gait clock (walks)", ("mujoco", "warp", "isaaclab"), True),
         TaskSpec("G1-Walk-v0", "G1 velocity walking, Isaac Lab's air-time recipe, no clock", ("mujoco", "warp", "isaaclab"), False),
+        TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
+                 ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),
         TaskSpec("Isaac-Velocity-Rough-G1", "Isaac Lab's G1 velocity task, rough terrain", ("isaaclab",)),
         TaskSpec("Mjlab-Velocity-Flat-Unitree-G1", "mjlab's G1 velocity task, flat ground", ("mjlab",)),
@@ -127,13 +141,23 @@ def check_sim(sim: str) -> None:
         raise UsageError(f"--sim must be one of auto, {', '.join(SIMS)}; got {sim!r}")
 
 
-def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, **task: Any) -> Any:
-    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``task``: overrides of
-    :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` fields (the project's task only)."""
+def make_env(
+    spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None, **task: Any
+) -> Any:
+    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. The project's task only:
+    ``config``, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's
+    recorded one) instead of the task's preset, and ``task``, overrides of its fields."""
     if spec.is_g1_walk:
+        from dataclasses import replace
+
         from isaac_adapter.tasks.g1_walk.config import walk_config
 
-        cfg = walk_config(spec.gait_clock, num_envs=num_envs, seed=seed, device=device if sim != "mujoco" else "cpu", **task)
+        device = device if sim != "mujoco" else "cpu"
+        where = dict(num_envs=num_envs, seed=seed, device=device)
+        if config is not None:
+            cfg = replace(config, **where, **task)
+        else:
+            cfg = walk_config(preset=spec.config_preset, **where, **task)
         if sim == "isaaclab":
             from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
@@ -141,8 +165,8 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
         from isaac_adapter.tasks.g1_walk import G1WalkEnv
 
         return G1WalkEnv(cfg, backend=sim)
-    if task:
-        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not {sorted(task)}")
+    if task or config is not None:
+        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not {sorted(task) or 'a G1WalkConfig'}")
     if sim == "isaaclab":
         from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
 
@@ -181,17 +205,26 @@ def env_params(env: Any) -> dict[str, Any]:
 
 def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **overrides: Any) -> Any:
     """The :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` to evaluate the G1-Walk checkpoint
-    at ``path`` on: its task variant (``gait_clock`` overrides it) and recorded ``model_variant``
-    (unless ``overrides`` names one); every other field from ``overrides`` or the defaults."""
+    at ``path`` on: the task it recorded (every field but ``num_envs``, ``device``, ``seed`` and
+    ``physics_threads``), its task variant's preset for what it did not record, and ``overrides``
+    over both (see ``config.stored_config``).
+
+    A checkpoint that recorded no config (older files) gets the command settings of that time,
+    ``config.LEGACY_COMMANDS``, so that its published mixed-command figures stay reproducible.
+    ``gait_clock`` asks for the other variant: the recorded clock and reward weights are then dropped.
+    """
     from ppo_bootstrap import checkpoint
 
-    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, walk_config
+    from isaac_adapter.tasks.g1_walk.config import stored_config
 
     spec, params = checkpoint_task(checkpoint.read(path), path)
     if not spec.is_g1_walk:
         raise UsageError(f"{path} was trained on {spec.id}, not on a G1-Walk task")
-    overrides.setdefault("model_variant", params.get("model_variant", G1WalkConfig.model_variant))
-    return walk_config(bool(spec.gait_clock) if gait_clock is None else gait_clock, **overrides)
+    preset = spec.config_preset
+    if gait_clock is not None and gait_clock != spec.gait_clock:
+        preset = "gait_clock" if gait_clock else "default"
+        params = {k: v for k, v in params.items() if k not in ("gait_period_s", "rewards")}
+    return stored_config(params, preset, **overrides)
 
 
 def checkpoint_task(ckpt: dict[str, Any], path: str = "the checkpoint") -> tuple[TaskSpec, dict[str, Any]]:

@@ -80,13 +80,23 @@ class G1Model:
     joint_names: tuple[str, ...]
 
 
-def build_g1_model(variant: str, sim_dt: float) -> G1Model:
-    """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors."""
+def build_g1_model(
+    variant: str, sim_dt: float, iterations: int | None = None, ls_iterations: int | None = None
+) -> G1Model:
+    """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors.
+
+    ``iterations`` / ``ls_iterations``: the constraint solver's ``opt.iterations`` and
+    ``opt.ls_iterations``; None keeps the file's.
+    """
     if variant not in VARIANTS:
         raise ValueError(f"unknown G1 model variant {variant!r}; choose from {sorted(VARIANTS)}")
     info = VARIANTS[variant]
     spec = mujoco.MjSpec.from_file(str(asset_root() / info.scene))
     spec.option.timestep = sim_dt
+    if iterations is not None:
+        spec.option.iterations = int(iterations)
+    if ls_iterations is not None:
+        spec.option.ls_iterations = int(ls_iterations)
     if info.integrator is not None:
         spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{info.integrator.upper()}")
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):

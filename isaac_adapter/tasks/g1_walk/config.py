@@ -40,7 +40,10 @@ class RewardWeights:
     joint_deviation: float = -0.1
     joint_torques: float = -2.0e-6
     joint_acc: float = -1.0e-7
-    action_rate: float = -0.01
+    action_rate: float = -0.01  # L2 of the change of every joint's action since the last policy step
+    # L2 of the leg joints' velocities (hip, knee, ankle: the 12 joints the walking gate's smoothness
+    # lines measure); 0 in every recipe but smooth_gait_config
+    joint_vel: float = 0.0
     termination: float = -200.0
     # gait clock terms (see G1WalkConfig.gait_period_s); 0 unless the clock is on
     gait_contact: float = 0.0
@@ -74,6 +77,13 @@ class G1WalkConfig:
     physics_threads: int = 0  # CPU backends: worker threads, 0 for every core
     sim_dt: float = 0.005
     decimation: int = 4
+    # MuJoCo's constraint solver budget per substep (opt.iterations, opt.ls_iterations); None keeps
+    # the model file's (menagerie_mjx: 5 and 8; menagerie: 100 and 50; playground_feetonly: 3 and
+    # 5). With sim_dt and decimation they set the cost of a policy step: e.g. sim_dt 0.004 x
+    # decimation 5 keeps the 50 Hz policy with a shorter step, which may need fewer iterations.
+    # MuJoCo backends only (Isaac Lab's solver has its own settings).
+    solver_iterations: int | None = None
+    ls_iterations: int | None = None
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
     action_clip: float = 10.0
@@ -88,10 +98,26 @@ class G1WalkConfig:
     # evaluation acceptance is a different question from the training fall; only logged here
     eval_success_height: float = 0.60
 
-    # commands [v_x, v_y, w_z], body frame, uniform per env, resampled on reset
-    lin_vel_x_range: tuple[float, float] = (-0.5, 1.0)
-    lin_vel_y_range: tuple[float, float] = (-0.3, 0.3)
-    ang_vel_z_range: tuple[float, float] = (-0.5, 0.5)
+    # commands [v_x, v_y, w_z], body frame, uniform per env, drawn at every reset (and, with
+    # resampling_time_range, again mid-episode). The walking gate (isaac_adapter/evaluation/gate.py)
+    # commands v_x 0.8 and -0.5, v_y 0.4, w_z +-1.0 (at v_x 0.3) and standing; each lies inside
+    # these ranges with a margin of 0.1 (v_y) to 0.2, since tracking is weakest at a range's edge
+    # where few commands were drawn. Until these were widened the ranges were LEGACY_COMMANDS'
+    # (which left v_y 0.4 and w_z 1.0 outside and v_x -0.5 on the edge); checkpoints that do not
+    # record their config are evaluated with those (registry.checkpoint_walk_config).
+    lin_vel_x_range: tuple[float, float] = (-0.7, 1.0)
+    lin_vel_y_range: tuple[float, float] = (-0.5, 0.5)
+    ang_vel_z_range: tuple[float, float] = (-1.2, 1.2)
+    # Share of command draws that are exactly (0, 0, 0), each draw standing with this probability
+    # (Isaac Lab's rel_standing_envs): a uniform draw almost never asks to stand still, which the
+    # gate's 'stand' command does. 0 draws no extra random numbers, so the random stream is then
+    # the one from before this setting existed.
+    rel_standing_envs: float = 0.1
+    # (min, max) s a command is held before a new one is drawn mid-episode, uniform per env (Isaac
+    # Lab's velocity tasks use (10, 10)); None: commands change only at a reset. The task's
+    # episodes are 20 s; a draw at 10 s teaches the change of pace the command battery does not
+    # test. Off by default: on, it draws random numbers every step, a different stream from off.
+    resampling_time_range: tuple[float, float] | None = None
 
     # observation scales (keep inputs O(1))
     obs_ang_vel_scale: float = 0.25
@@ -173,8 +199,30 @@ class G1WalkConfig:
             raise ValueError(f"gait_stance_fraction must be in (0, 1), got {self.gait_stance_fraction}")
         for name in ("lin_vel_x_range", "lin_vel_y_range", "ang_vel_z_range"):
             lo, hi = getattr(self, name)
-            if lo > hi:
-                raise ValueError(f"{name} must be (low, high) with low <= high, got {(lo, hi)}")
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+                raise ValueError(f"{name} must be finite (low, high) with low <= high, got {(lo, hi)}")
+        if not 0.0 <= self.rel_standing_envs <= 1.0:
+            raise ValueError(f"rel_standing_envs must be in [0, 1], got {self.rel_standing_envs}")
+        if self.resampling_time_range is not None:
+            lo, hi = self.resampling_time_range
+            if not (0 < lo <= hi and math.isfinite(hi)):
+                raise ValueError(f"resampling_time_range must be None or (min, max) s, 0 < min <= max; got {(lo, hi)}")
+        for name in ("solver_iterations", "ls_iterations"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+                raise ValueError(f"{name} must be None (the model file's) or a positive integer, got {value}")
+
+
+#: The command settings every checkpoint trained before the ranges were widened used (the standing
+#: share and mid-episode resampling did not exist): what a checkpoint that does not record its
+#: config is evaluated with, so that the figures published for it stay reproducible.
+LEGACY_COMMANDS: dict = dict(
+    lin_vel_x_range=(-0.5, 1.0),
+    lin_vel_y_range=(-0.3, 0.3),
+    ang_vel_z_range=(-0.5, 0.5),
+    rel_standing_envs=0.0,
+    resampling_time_range=None,
+)
 
 
 def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
@@ -190,6 +238,65 @@ def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     return cfg
 
 
-def walk_config(gait_clock: bool = False, **overrides) -> G1WalkConfig:
-    """The default task, or with ``gait_clock`` its gait-clock variant (:func:`gait_clock_config`)."""
-    return gait_clock_config(**overrides) if gait_clock else G1WalkConfig(**overrides)
+def smooth_gait_config(
+    period_s: float = 0.8,
+    *,
+    action_rate: float = -0.08,
+    ang_vel_xy: float = -0.2,
+    joint_vel: float = -1.0e-3,
+    **overrides,
+) -> G1WalkConfig:
+    """The gait-clock task (:func:`gait_clock_config`) with stronger smoothness penalties: a starting
+    point for a smoother gait, to be measured, not a recipe known to pass the walking gate.
+
+    The shipped clock policy fails the gate's smoothness lines on leg action change (0.35 units per
+    step RMS against <= 0.21) and body roll/pitch rate (0.217 rad/s against <= 0.21); these weights
+    aim at exactly those: ``action_rate`` 8x the default's -0.01 (legged-robot recipes use -0.01 to
+    -0.1), ``ang_vel_xy`` 4x the default's -0.05, and a small ``joint_vel`` (leg joints, as Unitree's
+    G1 recipe's -1e-3) against fast leg swings. Every other weight, the commands (the widened ranges,
+    standing share) and the physics are the clock task's. Each weight is a keyword here; any other
+    field goes through ``overrides``.
+    """
+    cfg = gait_clock_config(period_s, **overrides)
+    cfg.rewards = replace(cfg.rewards, action_rate=action_rate, ang_vel_xy=ang_vel_xy, joint_vel=joint_vel)
+    return cfg
+
+
+#: The named task variants (registry.TaskSpec.preset), each a function of ``**overrides``.
+PRESETS = {"default": G1WalkConfig, "gait_clock": gait_clock_config, "smooth_gait": smooth_gait_config}
+
+
+def walk_config(gait_clock: bool = False, preset: str | None = None, **overrides) -> G1WalkConfig:
+    """The task variant ``preset`` (a key of :data:`PRESETS`); without one, the default task or with
+    ``gait_clock`` its gait-clock variant (:func:`gait_clock_config`)."""
+    if preset is None:
+        preset = "gait_clock" if gait_clock else "default"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown G1 walk preset {preset!r}; choose from {sorted(PRESETS)}")
+    return PRESETS[preset](**overrides)
+
+
+# fields of a stored config that say where and how many, not what the task is
+_RUNTIME_FIELDS = ("num_envs", "device", "seed", "physics_threads")
+
+
+def stored_config(params: dict, preset: str | None = None, **overrides) -> G1WalkConfig:
+    """The task a checkpoint recorded (``params``: ``dataclasses.asdict`` of its config, possibly
+    from an older version of it), for evaluation or further training.
+
+    ``preset`` (a key of :data:`PRESETS`) supplies what ``params`` lacks; the recorded fields win
+    over it, except the runtime ones (``num_envs``, ``device``, ``seed``, ``physics_threads``), and
+    ``overrides`` win over both. Command settings ``params`` does not record take their
+    :data:`LEGACY_COMMANDS` values (an empty ``params``, a checkpoint that recorded nothing, so gets
+    the old ranges); fields this version does not know are dropped.
+    """
+    known = set(G1WalkConfig.__dataclass_fields__)
+    recorded = {k: v for k, v in params.items() if k in known and k not in _RUNTIME_FIELDS}
+    for name in ("lin_vel_x_range", "lin_vel_y_range", "ang_vel_z_range", "resampling_time_range"):
+        if isinstance(recorded.get(name), list):  # a config read back from YAML or JSON
+            recorded[name] = tuple(recorded[name])
+    if isinstance(recorded.get("rewards"), dict):
+        weights = {k: v for k, v in recorded["rewards"].items() if k in RewardWeights.__dataclass_fields__}
+        recorded["rewards"] = RewardWeights(**weights)  # weights added since keep their defaults (0)
+    # replace() validates the result again
+    return replace(walk_config(preset=preset), **{**LEGACY_COMMANDS, **recorded, **overrides})

@@ -8,7 +8,8 @@ terminal snapshots and the episode logs. A concrete env mixes it in and supplies
 * ``_write_reset_rows(env_ids, qpos, qvel)``: a spawn pose ``[K, 7 + J]`` and velocity ``[K, 6 + J]``
   into the rows ``env_ids`` ``[K]``, every other row untouched;
 * ``_apply_action()``: send :attr:`~G1WalkTask.joint_pos_target` ``[N, J]`` to the actuators;
-* attributes ``num_envs``, ``device`` and ``reset_terminated`` (a ``DirectRLEnv`` has all three),
+* attributes ``num_envs``, ``device``, ``reset_terminated`` and ``reset_time_outs`` (a ``DirectRLEnv``
+  has all four),
 
 and calls :meth:`G1WalkTask._init_task` once the robot can be read. ``step`` then runs the hooks in
 ``DirectRLEnv.step``'s order::
@@ -31,6 +32,14 @@ threshold *and* checked). Since a fired rule ends the episode, ``first_active_st
 terminal snapshot (physics state and the task histories the observation reads) are copied into
 ``last_*``, ``terminal_state`` and ``terminal_task``, which survive the reset;
 ``terminal_observations(ids)`` recomputes the final observation from them.
+
+No hook forces a host synchronisation on a GPU: no ``.item()``, no data-dependent shapes, no
+uploads of Python values per step (constants are made on the device, the command ranges uploaded
+once when they change), per-env choices by ``torch.where`` over every env. The ids of the ended
+envs (``_record_episode_end``, ``_reset_idx``) come from the caller, whose ``nonzero`` over the done
+mask synchronises once per step. The reset stays id-based: it draws spawn noise and commands for
+the ``K`` ended envs only, and a reset by mask over all ``N`` envs would draw ``N`` rows, another
+random stream, so other results.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups
+from ppo_bootstrap.symmetry import Symmetry
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.tasks.g1_walk import terms
@@ -49,13 +59,15 @@ from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 # joints pulled towards the nominal pose (they should not wander while the legs walk)
 _DEVIATION_JOINTS = ("hip_yaw", "hip_roll", "waist", "shoulder", "elbow", "wrist")
+# the leg joints (the walking gate's smoothness lines measure the same 12: evaluation.g1_probe.LEG_JOINT_KEYS)
+_LEG_JOINTS = ("hip", "knee", "ankle")
 
 # per-env buffers saved by state_dict; "episode_step" is episode_length_buf under the task's name
 _BUFFERS = (
     "episode_step", "command", "last_action", "prev_joint_vel", "air_time", "contact_time",
     "touchdown_count", "double_support_time", "single_support_time", "first_raw_step",
     "first_active_step", "termination_cause", "last_cause", "last_episode_length",
-    "last_first_raw_step", "last_first_active_step", "episodes_finished",
+    "last_first_raw_step", "last_first_active_step", "episodes_finished", "command_steps_left",
 )  # fmt: skip
 
 
@@ -70,6 +82,7 @@ class G1WalkTask:
     device: torch.device
     task_cfg: G1WalkConfig
     reset_terminated: torch.Tensor  # [N] bool, this step's falls; set by step before _get_rewards
+    reset_time_outs: torch.Tensor  # [N] bool, this step's timeouts; likewise
 
     # -- the simulator seam --------------------------------------------------------------------
 
@@ -104,6 +117,10 @@ class G1WalkTask:
         self.deviation_mask = torch.tensor(
             [any(k in name for k in _DEVIATION_JOINTS) for name in self.joint_names], device=dev, dtype=torch.float32
         )
+        self.leg_mask = torch.tensor(
+            [any(k in name for k in _LEG_JOINTS) for name in self.joint_names], device=dev, dtype=torch.float32
+        )
+        self._command_ranges_key: tuple | None = None  # see _command_ranges
         self.first_checked_step = terms.first_checked_steps(cfg.tilt_grace_s, cfg.lateral_grace_s, cfg.policy_dt, dev)
         self.generator = torch.Generator(device=dev)
         self.generator.manual_seed(cfg.seed)
@@ -113,6 +130,8 @@ class G1WalkTask:
         self.episode_length_buf = torch.zeros(n, **long)  # policy steps taken in the episode
         self.command = torch.zeros(n, 3, device=dev)
         self.held_command: torch.Tensor | None = None  # set_commands: fixed commands that survive resets
+        # policy steps until the command is drawn again (only with cfg.resampling_time_range)
+        self.command_steps_left = torch.zeros(n, **long)
         self.actions = torch.zeros(n, j, device=dev)  # this step's clipped actions
         self.joint_pos_target = self.nominal_joint_pos.expand(n, j).clone()
         self.last_action = torch.zeros(n, j, device=dev)
@@ -197,6 +216,8 @@ class G1WalkTask:
         # the action-rate and joint-acceleration terms were the last readers of the previous step
         self.last_action = self.actions
         self.prev_joint_vel = self.state.joint_vel
+        # the last hook before the observations: the place of Isaac Lab's command manager update
+        self._resample_due_commands()
         return reward
 
     def _get_observations(self) -> ObsGroups:
@@ -214,20 +235,19 @@ class G1WalkTask:
         qvel = torch.zeros(k, 6 + self.num_joints, device=self.device)
         self._write_reset_rows(env_ids, qpos, qvel)
 
-        sampled = self._sample_commands(k)  # drawn even when held, so the random stream does not depend on it
+        # drawn even when held, so the random stream does not depend on it (it depends on the config only)
+        sampled = self._sample_commands(k)
         self.command[env_ids] = sampled if self.held_command is None else self.held_command[env_ids]
-        self.episode_length_buf[env_ids] = 0
-        self.last_action[env_ids] = 0.0
-        self.prev_joint_vel[env_ids] = 0.0
-        self.air_time[env_ids] = 0.0
-        self.contact_time[env_ids] = 0.0
-        self.touchdown_count[env_ids] = 0
-        self.double_support_time[env_ids] = 0.0
-        self.single_support_time[env_ids] = 0.0
-        self.first_raw_step[env_ids] = NEVER
-        self.first_active_step[env_ids] = NEVER
-        for total in self.episode_sums.values():
-            total[env_ids] = 0.0
+        if cfg.resampling_time_range is not None:
+            self.command_steps_left[env_ids] = self._sample_command_steps(k)
+        # index_fill_, not ``x[env_ids] = 0``: a Python number assigned through an index is uploaded
+        # to the device first, a host synchronisation per buffer on a GPU
+        for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
+                       self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
+                       *self.episode_sums.values()):
+            buffer.index_fill_(0, env_ids, 0)
+        self.first_raw_step.index_fill_(0, env_ids, NEVER)
+        self.first_active_step.index_fill_(0, env_ids, NEVER)
         self.state = self._read_robot_state()
 
     # -- what the hooks compute ----------------------------------------------------------------
@@ -265,6 +285,7 @@ class G1WalkTask:
             "joint_torques": terms.joint_torques_l2(s.applied_torque),
             "joint_acc": terms.joint_acc_l2(s.joint_vel, self.prev_joint_vel, dt),
             "action_rate": terms.action_rate_l2(self.actions, self.last_action),
+            "joint_vel": terms.joint_vel_l2(s.joint_vel, self.leg_mask),
             "termination": self.reset_terminated.float(),
         }
         if cfg.gait_period_s is not None:
@@ -282,7 +303,9 @@ class G1WalkTask:
         ``episode_step`` ``[B]`` (default: the envs' current steps) drives the gait clock, when on.
 
         Returns:
-            ``{"policy": [B, 9 + 3J (+ 2 clock)], "critic": [B, policy + 6 + 2F + J]}``.
+            ``{"policy": [B, 9 + 3J (+ 2 clock)], "critic": [B, policy + 4 + 2F + J]}``; the critic's
+            extra columns: body linear velocity (3), root height (1), foot contact and air time (F
+            each), joint torque (J).
         """
         cfg = self.task_cfg
         gravity_b = terms.projected_gravity(s.root_quat_w)
@@ -395,11 +418,51 @@ class G1WalkTask:
         self.command[:] = self.held_command
         return self.current_observations()
 
-    def _sample_commands(self, k: int) -> torch.Tensor:
+    def _command_ranges(self) -> torch.Tensor:
+        """``[3, 2]`` (low, high) of v_x, v_y, w_z on the device; uploaded again only when the
+        config's ranges change (an upload per call would synchronise with the GPU)."""
         cfg = self.task_cfg
-        ranges = torch.tensor([cfg.lin_vel_x_range, cfg.lin_vel_y_range, cfg.ang_vel_z_range], device=self.device)
+        key = (tuple(cfg.lin_vel_x_range), tuple(cfg.lin_vel_y_range), tuple(cfg.ang_vel_z_range))
+        if key != self._command_ranges_key:
+            self._command_ranges_tensor = torch.tensor(key, device=self.device)
+            self._command_ranges_key = key
+        return self._command_ranges_tensor
+
+    def _sample_commands(self, k: int) -> torch.Tensor:
+        """``[k, 3]`` commands, uniform in the ranges; with ``rel_standing_envs`` each is (0, 0, 0)
+        with that probability (a second draw, made only when the share is not 0)."""
+        cfg = self.task_cfg
+        ranges = self._command_ranges()
         u = torch.rand(k, 3, device=self.device, generator=self.generator)
-        return ranges[:, 0] + u * (ranges[:, 1] - ranges[:, 0])
+        commands = ranges[:, 0] + u * (ranges[:, 1] - ranges[:, 0])
+        if cfg.rel_standing_envs > 0:
+            standing = torch.rand(k, device=self.device, generator=self.generator) < cfg.rel_standing_envs
+            commands = torch.where(standing.unsqueeze(-1), torch.zeros_like(commands), commands)
+        return commands
+
+    def _sample_command_steps(self, k: int) -> torch.Tensor:
+        """``[k]`` long: policy steps (>= 1) to hold a new command, uniform in ``resampling_time_range``."""
+        lo, hi = self.task_cfg.resampling_time_range
+        u = torch.rand(k, device=self.device, generator=self.generator)
+        return ((lo + u * (hi - lo)) / self.task_cfg.policy_dt).round().long().clamp_min(1)
+
+    def _resample_due_commands(self) -> None:
+        """With ``resampling_time_range``: a new command (and hold time) for every env whose hold
+        time ran out this step; envs that ended this step get theirs from the reset.
+
+        Draws for every env and selects with ``torch.where``: no data-dependent shapes, no host
+        synchronisation; commands held by :meth:`set_commands` stay.
+        """
+        if self.task_cfg.resampling_time_range is None:
+            return
+        n = self.num_envs
+        self.command_steps_left -= 1
+        due = (self.command_steps_left <= 0) & ~(self.reset_terminated | self.reset_time_outs)
+        sampled = self._sample_commands(n)
+        steps = self._sample_command_steps(n)
+        new = sampled if self.held_command is None else self.held_command
+        self.command.copy_(torch.where(due.unsqueeze(-1), new, self.command))
+        self.command_steps_left.copy_(torch.where(due, steps, self.command_steps_left))
 
     # -- checkpointing ---------------------------------------------------------------------------
 
@@ -429,3 +492,13 @@ class G1WalkTask:
         held = state.get("held_command")
         self.held_command = None if held is None else held.clone().to(self.device)
         self.state = self._read_robot_state()
+
+    # -- symmetry --------------------------------------------------------------------------------
+
+    @property
+    def symmetry(self) -> Symmetry:
+        """The task's left-right mirror of its observation groups and actions (:mod:`.symmetry`),
+        which the Runner reads for PPO's symmetry augmentation and mirror loss."""
+        from isaac_adapter.tasks.g1_walk.symmetry import g1_symmetry
+
+        return g1_symmetry(self.task_cfg, self.joint_names, self.nominal_joint_pos)

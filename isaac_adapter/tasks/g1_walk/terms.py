@@ -17,8 +17,13 @@ from isaac_adapter.tasks.g1_walk.config import steps_from_seconds
 
 
 def projected_gravity(quat_w: torch.Tensor) -> torch.Tensor:
-    """Gravity unit vector in the body frame ``[N, 3]``; ``(0, 0, -1)`` when upright."""
-    down = torch.tensor([0.0, 0.0, -1.0], device=quat_w.device, dtype=quat_w.dtype).expand(quat_w.shape[0], 3)
+    """Gravity unit vector in the body frame ``[..., 3]`` of ``quat_w`` ``[..., 4]``; ``(0, 0, -1)`` when upright.
+
+    The world's down vector is made on ``quat_w``'s device (a ``torch.tensor`` of Python numbers
+    would be a host-to-device copy, which synchronises with the GPU, at every call).
+    """
+    down = torch.zeros_like(quat_w[..., :3])
+    down[..., 2] = -1.0
     return quat_apply_inverse(quat_w, down)
 
 
@@ -202,6 +207,7 @@ def lin_vel_z_l2(lin_vel_b: torch.Tensor) -> torch.Tensor:
 
 
 def ang_vel_xy_l2(ang_vel_b: torch.Tensor) -> torch.Tensor:
+    """``[N]`` squared body roll and pitch rates (rad/s, body frame ``[N, 3]``), summed."""
     return ang_vel_b[:, :2].square().sum(-1)
 
 
@@ -255,4 +261,10 @@ def joint_acc_l2(joint_vel: torch.Tensor, prev_joint_vel: torch.Tensor, dt: floa
 
 
 def action_rate_l2(action: torch.Tensor, last_action: torch.Tensor) -> torch.Tensor:
+    """``[N]`` squared change of every joint's action ``[N, J]`` since the last policy step, summed."""
     return (action - last_action).square().sum(-1)
+
+
+def joint_vel_l2(joint_vel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``[N]`` squared joint velocities ``[N, J]`` (rad/s) of the joints in ``mask`` ``[J]`` (1 or 0), summed."""
+    return (joint_vel.square() * mask).sum(-1)

@@ -1,0 +1,156 @@
+"""G1 walk commands: the standing share, mid-episode resampling, held commands, and the command
+settings a checkpoint is evaluated with (its recorded ones; the old ranges when it recorded none)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_g1_env_logic import make_env
+
+from isaac_adapter.tasks import registry
+from isaac_adapter.tasks.g1_walk.config import (
+    LEGACY_COMMANDS,
+    PRESETS,
+    G1WalkConfig,
+    RewardWeights,
+    gait_clock_config,
+    smooth_gait_config,
+    stored_config,
+    walk_config,
+)
+
+SHIPPED = str(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_clock_it1296.pt")
+
+
+def _resets(env, times: int) -> torch.Tensor:
+    """Commands drawn by ``times`` resets of every env, ``[times * N, 3]``."""
+    drawn = []
+    for _ in range(times):
+        env.reset()
+        drawn.append(env.command.clone())
+    return torch.cat(drawn)
+
+
+def test_a_share_of_the_draws_stands_still_exactly() -> None:
+    env, _ = make_env(256, rel_standing_envs=0.25)
+    commands = _resets(env, 8)
+    standing = (commands == 0).all(-1)
+    assert 0.20 < standing.float().mean() < 0.30  # 2,048 draws at 0.25
+    lo = torch.tensor([r[0] for r in (env.cfg.lin_vel_x_range, env.cfg.lin_vel_y_range, env.cfg.ang_vel_z_range)])
+    hi = torch.tensor([r[1] for r in (env.cfg.lin_vel_x_range, env.cfg.lin_vel_y_range, env.cfg.ang_vel_z_range)])
+    moving = commands[~standing]
+    assert ((moving >= lo) & (moving <= hi)).all()
+    # the widened ranges are used to their ends
+    assert (moving.amin(0) < lo + 0.1).all() and (moving.amax(0) > hi - 0.1).all()
+
+
+def test_no_standing_share_draws_the_stream_of_before() -> None:
+    # rel_standing_envs 0 draws no extra numbers: the commands of before it existed
+    old, _ = make_env(16, **LEGACY_COMMANDS)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(2):
+        torch.rand(16, 29, generator=generator)  # _reset_idx draws the spawn noise first (0 here, drawn still)
+        u = torch.rand(16, 3, generator=generator)  # then the commands
+    old.reset(seed=0)
+    old.reset()
+    expected = torch.tensor([-0.5, -0.3, -0.5]) + u * torch.tensor([1.5, 0.6, 1.0])
+    torch.testing.assert_close(old.command, expected)
+
+
+def test_held_commands_survive_resets_and_resampling() -> None:
+    env, _ = make_env(8, resampling_time_range=(0.1, 0.1))  # a new command every 5 steps
+    env.set_commands(torch.tensor([0.3, 0.0, 1.0]))
+    for _ in range(12):
+        env.step(torch.zeros(8, 29))
+        assert (env.command == torch.tensor([0.3, 0.0, 1.0])).all()
+
+
+def test_resampling_changes_commands_mid_episode_on_schedule() -> None:
+    env, _ = make_env(64, resampling_time_range=(0.1, 0.1), rel_standing_envs=0.0)  # 5 policy steps
+    first = env.command.clone()
+    for step in range(1, 11):
+        env.step(torch.zeros(64, 29))
+        changed = (env.command != first).any(-1)
+        if step < 5:
+            assert not changed.any(), step
+        elif step == 5:
+            assert changed.all()
+            first = env.command.clone()
+    assert (env.command_steps_left == 5).all()  # drawn again at step 10
+    assert (env.episode_step == 10).all()  # no reset: a mid-episode change
+
+
+def test_without_resampling_commands_change_only_at_resets() -> None:
+    env, _ = make_env(8)
+    first = env.command.clone()
+    for _ in range(30):
+        env.step(torch.zeros(8, 29))
+    assert torch.equal(env.command, first)
+
+
+def test_presets_and_the_smooth_gait_weights() -> None:
+    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait"}
+    smooth = smooth_gait_config(num_envs=3)
+    clock = gait_clock_config(num_envs=3)
+    assert smooth.gait_period_s == clock.gait_period_s == 0.8
+    assert smooth.rewards.action_rate == -0.08 and smooth.rewards.ang_vel_xy == -0.2 and smooth.rewards.joint_vel == -1e-3
+    # everything else is the clock task's
+    differ = {k for k, v in dataclasses.asdict(smooth.rewards).items() if dataclasses.asdict(clock.rewards)[k] != v}
+    assert differ == {"action_rate", "ang_vel_xy", "joint_vel"}
+    assert dataclasses.replace(smooth, rewards=clock.rewards) == clock
+    assert smooth_gait_config(action_rate=-0.05).rewards.action_rate == -0.05
+    # the new weight is 0 in the existing recipes, so their rewards are unchanged
+    assert RewardWeights().joint_vel == 0.0 and clock.rewards.joint_vel == 0.0
+    assert walk_config(preset="smooth_gait", num_envs=2) == smooth_gait_config(num_envs=2)
+    with pytest.raises(ValueError, match="preset"):
+        walk_config(preset="fast")
+
+
+def test_registry_ids_and_presets() -> None:
+    spec = registry.get_task("G1-Walk-Smooth-v0")
+    assert spec.is_g1_walk and spec.gait_clock and spec.config_preset == "smooth_gait"
+    assert registry.get_task("G1-Walk-Clock-v0").config_preset == "gait_clock"
+    assert registry.get_task("G1-Walk-v0").config_preset == "default"
+    assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
+    assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
+
+
+def test_stored_config_keeps_what_the_checkpoint_recorded() -> None:
+    trained = dataclasses.asdict(smooth_gait_config(num_envs=4096, device="cuda", lin_vel_y_range=(-0.6, 0.6),
+                                                    rel_standing_envs=0.2, episode_length_s=10.0))
+    cfg = stored_config(trained, "gait_clock", num_envs=8)
+    assert cfg.num_envs == 8 and cfg.device == "cpu"  # where and how many: not the checkpoint's
+    assert cfg.lin_vel_y_range == (-0.6, 0.6) and cfg.rel_standing_envs == 0.2 and cfg.episode_length_s == 10.0
+    assert cfg.rewards == smooth_gait_config().rewards
+
+
+def test_stored_config_of_an_older_version_gets_the_old_command_settings() -> None:
+    # recorded before rel_standing_envs, resampling and joint_vel existed: as the shipped checkpoint
+    old = {k: v for k, v in dataclasses.asdict(gait_clock_config(**LEGACY_COMMANDS)).items()
+           if k not in ("rel_standing_envs", "resampling_time_range", "solver_iterations", "ls_iterations")}
+    del old["rewards"]["joint_vel"]
+    old["lin_vel_x_range"] = list(old["lin_vel_x_range"])  # as read back from YAML
+    cfg = stored_config(old, "gait_clock")
+    assert cfg == gait_clock_config(**LEGACY_COMMANDS)
+    # a checkpoint that recorded nothing: its variant with the ranges of its time
+    assert stored_config({}, "default") == G1WalkConfig(**LEGACY_COMMANDS)
+    assert stored_config({"future_field": 1}, "default", num_envs=2).num_envs == 2
+
+
+def test_checkpoints_keep_their_command_ranges(tmp_path) -> None:
+    from ppo_bootstrap import checkpoint
+
+    shipped = registry.checkpoint_walk_config(SHIPPED, num_envs=6)
+    assert shipped == gait_clock_config(num_envs=6, **LEGACY_COMMANDS)
+
+    ckpt = checkpoint.read(SHIPPED)
+    del ckpt["task"], ckpt["checksum"]  # an older file: the variant from the policy's input width, the old ranges
+    path = tmp_path / "old.pt"
+    checkpoint.save_atomic(ckpt, path)
+    assert registry.checkpoint_walk_config(str(path), num_envs=6) == gait_clock_config(num_envs=6, **LEGACY_COMMANDS)
+    no_clock = registry.checkpoint_walk_config(str(path), gait_clock=False, num_envs=6)
+    assert no_clock == G1WalkConfig(num_envs=6, **LEGACY_COMMANDS)
