@@ -1,0 +1,270 @@
+"""benchmarks/time_to_walk.py: its bookkeeping against hand-computed values, and one short CPU run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import time_to_walk as ttw  # noqa: E402
+
+SCRIPT = REPO / "benchmarks" / "time_to_walk.py"
+
+
+def metric(iteration: int, sps: float, t: float = 0.0, collect: float = 1.0, learn: float = 0.5) -> dict:
+    return {"iteration": iteration, "total_steps": iteration * 100, "time": t, "perf/steps_per_s": sps,
+            "perf/collection_s": collect, "perf/learning_s": learn}
+
+
+def line(name: str, value: float, threshold: float, op: str = "<=") -> dict:
+    passed = value <= threshold if op == "<=" else value >= threshold
+    return {"name": name, "value": value, "threshold": threshold, "op": op, "passed": passed}
+
+
+def judged(iteration: int, passed: bool, lines: list[dict] | None = None, **extra) -> dict:
+    lines = lines if lines is not None else [line("falls", 0 if passed else 3, 1)]
+    return {"iteration": iteration, "passed": passed, "failed": [x["name"] for x in lines if not x["passed"]],
+            "lines": lines, **extra}
+
+
+# -- pure bookkeeping ----------------------------------------------------------------------------
+
+
+def test_steady_steps_per_s_skips_warmup_and_takes_the_median() -> None:
+    # iterations 1-2 are slow (warm-up); the rest, unordered on purpose: 990, 1000, 1010, 1020 -> 1005
+    rows = [metric(4, 1020.0), metric(1, 100.0), metric(3, 1000.0), metric(2, 200.0), metric(5, 1010.0),
+            metric(6, 990.0)]
+    assert ttw.steady_steps_per_s(rows, warmup=2) == 1005.0
+    assert ttw.steady_steps_per_s(rows, warmup=0) == 995.0  # median of all six: (990 + 1000) / 2
+    assert ttw.steady_steps_per_s(rows[:2], warmup=2) is None
+
+
+def test_samples_and_measure_a_by_hand() -> None:
+    assert ttw.samples(29_589_504, 1) == 29_589_504
+    assert ttw.samples(1000, 2) == 2000  # total_steps counts one process of a torchrun run
+    assert ttw.measure_a(29_589_504, 427_407.0) == pytest.approx(69.2302, abs=1e-4)
+    assert ttw.measure_a(None, 1.0) is None and ttw.measure_a(10, None) is None
+
+
+def test_first_pass_waits_for_earlier_checkpoints() -> None:
+    rows = [judged(10, False), judged(30, True), judged(20, True)]
+    assert ttw.first_pass(rows)["iteration"] == 20
+    assert ttw.settled_first_pass(rows, pending=[]) ["iteration"] == 20
+    assert ttw.settled_first_pass(rows, pending=[15]) is None  # 15 may pass too: not settled
+    assert ttw.settled_first_pass(rows, pending=[25, 40])["iteration"] == 20
+    assert ttw.first_pass([judged(10, False)]) is None
+
+
+def test_closest_prefers_fewest_failing_lines_then_smallest_shortfall() -> None:
+    two_fail = judged(50, False, [line("a", 0.30, 0.21), line("b", 0.22, 0.21)])
+    small_miss = judged(20, False, [line("a", 0.22, 0.21), line("perf", 0.95, 0.90, ">=")])
+    big_miss = judged(30, False, [line("a", 0.42, 0.21), line("perf", 0.95, 0.90, ">=")])
+    assert ttw.shortfall(small_miss["lines"]) == pytest.approx(0.01 / 0.21)
+    assert ttw.shortfall(big_miss["lines"]) == pytest.approx(1.0)
+    assert ttw.closest([two_fail, big_miss, small_miss])["iteration"] == 20
+    assert ttw.closest([]) is None
+
+
+def test_judged_row_counts_every_process() -> None:
+    result = {"passed": True, "total_steps": 393_216, "world_size": 2, "judge_s": 9.5,
+              "lines": [line("falls", 0, 1)], "per_command": {}}
+    row = ttw.judged_row(10, "model_10.pt", 42.0, result)
+    assert row["samples"] == 786_432 and row["passed"] and row["failed"] == [] and row["written_s"] == 42.0
+    broken = ttw.judged_row(20, "model_20.pt", 50.0, {"passed": True, "error": "CheckpointError: damaged"})
+    assert not broken["passed"] and broken["error"].startswith("CheckpointError")
+
+
+def test_summarize_run_reached() -> None:
+    launch = 1000.0
+    metrics = [metric(i, sps, t=launch + 30.0 + i, collect=0.5, learn=0.25)
+               for i, sps in enumerate([100.0, 200.0, 900.0, 1000.0, 1100.0, 1000.0], start=1)]
+    rows = [judged(2, False, written_s=40.0, samples=200), judged(4, True, written_s=45.0, samples=400),
+            judged(6, True, written_s=50.0, samples=600)]
+    meta = {"mode": "exact", "seed": 0, "num_envs": 8, "nproc": 1, "launch_time": launch}
+    r = ttw.summarize_run(meta, metrics, rows, warmup=2)
+    assert r["steady_steps_per_s"] == 1000.0  # median of 900, 1000, 1100, 1000
+    assert r["reached"] and r["gate_iteration"] == 4 and r["samples_to_gate"] == 400
+    assert r["measure_a_s"] == pytest.approx(0.4)  # 400 samples / 1000 samples/s
+    assert r["wall_to_gate_s"] == 45.0
+    assert r["first_iteration_s"] == pytest.approx(31.0)  # iteration 1 logged at launch + 31 s
+    assert r["train_s_to_gate"] == pytest.approx(3.0)  # 4 iterations x 0.75 s
+    assert r["iterations"] == 6 and r["closest"] is None
+
+
+def test_summarize_run_not_reached_keeps_the_closest() -> None:
+    rows = [judged(2, False, [line("a", 0.5, 0.2), line("b", 0.5, 0.2)], written_s=1.0, samples=2),
+            judged(4, False, [line("a", 0.3, 0.2), line("b", 0.1, 0.2)], written_s=2.0, samples=4)]
+    meta = {"mode": "state_value", "seed": 1, "num_envs": 8, "nproc": 1, "launch_time": None}
+    r = ttw.summarize_run(meta, [metric(1, 10.0)], rows, warmup=5)
+    assert not r["reached"] and r["gate_iteration"] is None and r["measure_a_s"] is None
+    assert r["steady_steps_per_s"] is None and r["first_iteration_s"] is None
+    assert r["closest"]["iteration"] == 4 and r["closest"]["failed"] == ["a"]
+
+
+def record(mode: str, seed: int, reached: bool, a: float | None, b: float | None, samples: int | None,
+           sps: float = 1000.0) -> dict:
+    return {"mode": mode, "seed": seed, "num_envs": 16384, "nproc": 1, "reached": reached,
+            "gate_iteration": 300 if reached else None, "samples_to_gate": samples, "steady_steps_per_s": sps,
+            "measure_a_s": a, "wall_to_gate_s": b, "first_iteration_s": 20.0, "iterations": 400, "judged": [],
+            "budget_s": 600, "closest": None}
+
+
+def test_mode_summary_counts_misses_as_infinitely_long() -> None:
+    records = [record("exact", 0, True, 60.0, 200.0, 60_000), record("exact", 1, True, 80.0, 240.0, 80_000),
+               record("exact", 2, False, None, None, None),
+               record("state_value", 0, True, 70.0, 210.0, 70_000), record("state_value", 1, False, None, None, None)]
+    exact, state_value = ttw.mode_summary(records)
+    assert exact["mode"] == "exact" and exact["reached"] == 2 and exact["runs"] == 3
+    assert exact["measure_a_s"] == 80.0 and exact["wall_to_gate_s"] == 240.0 and exact["samples_to_gate"] == 80_000
+    assert math.isinf(state_value["measure_a_s"])  # 1 of 2 reached: the median is past the budget
+    text = ttw.format_results(records)
+    assert "exact: reached 2/3" in text and "(a) 80.0 s, (b) 240.0 s" in text
+    assert "state_value: reached 1/2" in text and "(a) not reached" in text
+    assert "exact seed 2: not reached in 600 s" in text
+    records[0]["judged"] = [{"iteration": 10, "passed": False, "error": "CheckpointError: damaged"}]
+    assert "exact seed 0: 1 checkpoint(s) could not be judged" in ttw.format_results(records)
+
+
+def test_table_rows() -> None:
+    rows = ttw.table_rows([record("exact", 0, True, 69.23, 201.5, 29_589_504, 427_407.4)])
+    assert rows == [["exact", "0", "16384", "300", "29,589,504", "427,407", "69.2", "201.5", "20.0"]]
+    two = dict(record("exact", 0, False, None, None, None), nproc=2)
+    assert ttw.table_rows([two])[0][2:5] == ["2x16384", "not reached", "-"]
+    assert ttw.trainer_command("py", 2, ["--seed", "0"])[:6] == ["py", "-m", "torch.distributed.run", "--standalone",
+                                                                "--nproc-per-node", "2"]
+
+
+# -- the judge loop, with a stand-in trainer and gate -------------------------------------------
+
+FAKE_TRAINER = """
+import os, signal, sys, time
+from pathlib import Path
+run_dir, stop = Path(sys.argv[1]), []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+it = 0
+while not stop and it < 2000:
+    time.sleep(0.05)
+    it += 1
+    if it % 10 == 0:
+        (run_dir / ".tmp").write_text(str(it))
+        os.replace(run_dir / ".tmp", run_dir / f"model_{it}.pt")
+(run_dir / f"model_{it}.pt").write_text(str(it))  # the save on SIGTERM
+"""
+
+
+class FakeJudges:
+    """Judges in threads: a checkpoint passes from iteration ``passes_from`` on; the judgment of
+    ``slow`` waits until ``model_<slow + 10>.pt`` exists and then half a second more."""
+
+    def __init__(self, passes_from: int | None, slow: int | None = None) -> None:
+        self.passes_from, self.slow = passes_from, slow
+        self.pool = ttw.cf.ThreadPoolExecutor(4)
+
+    def submit(self, path: Path):
+        it = int(path.stem.split("_")[1])
+        passed = self.passes_from is not None and it >= self.passes_from
+
+        def judge() -> dict:
+            if it == self.slow:
+                while not (path.parent / f"model_{it + 10}.pt").exists():
+                    ttw.time.sleep(0.02)
+                ttw.time.sleep(0.5)
+            return {"passed": passed, "total_steps": it * 100, "world_size": 1,
+                    "lines": [line("falls", 0 if passed else 3, 1)]}
+
+        return self.pool.submit(judge)
+
+
+def start_fake(tmp_path: Path) -> tuple[Path, ttw.Trainer]:
+    script = tmp_path / "fake_trainer.py"
+    script.write_text(FAKE_TRAINER)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return run_dir, ttw.Trainer([sys.executable, str(script), str(run_dir)], tmp_path / "train.log", dict(os.environ))
+
+
+def test_watch_stops_the_trainer_at_the_first_pass_once_earlier_ones_are_judged(tmp_path: Path) -> None:
+    # 20 passes but its judgment ends after 30's, which passes too: 20 must still be the first pass
+    run_dir, trainer = start_fake(tmp_path)
+    judges = FakeJudges(passes_from=20, slow=20)
+    watched = ttw.watch(run_dir, judges, trainer.launch_time, trainer, budget_s=60, stop_timeout=10, poll_s=0.05)
+    assert trainer.stop(10) == 0  # it saved on SIGTERM and exited
+    assert watched["stop"] == "gate passed"
+    assert ttw.first_pass(watched["judged"])["iteration"] == 20
+    assert [r["iteration"] for r in watched["judged"]] == [10, 20, 30]  # nothing after the pass is judged
+    assert 0 < watched["judged"][0]["written_s"] < watched["judged"][1]["written_s"]
+
+
+def test_watch_ends_at_the_budget_and_judges_the_last_save(tmp_path: Path) -> None:
+    run_dir, trainer = start_fake(tmp_path)
+    watched = ttw.watch(run_dir, FakeJudges(passes_from=None), trainer.launch_time, trainer, budget_s=1.2,
+                        stop_timeout=10, poll_s=0.05)
+    assert trainer.stop(10) == 0
+    assert watched["stop"] == "budget"
+    assert [r["iteration"] for r in watched["judged"]] == list(ttw.checkpoints(run_dir))
+    assert not any(r["passed"] for r in watched["judged"])
+
+
+# -- the script ----------------------------------------------------------------------------------
+
+
+def run_script(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO, env=env)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_missing_cuda_is_one_line(tmp_path: Path) -> None:
+    out = run_script("--device", "cuda", "--out", str(tmp_path / "ttw"), timeout=60)
+    assert out.returncode != 0
+    assert out.stderr.strip() == "error: --device cuda requested but torch.cuda.is_available() is False"
+
+
+def test_trainer_exiting_early_is_reported_with_its_log(tmp_path: Path) -> None:
+    out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--seeds", "0", "--modes", "exact",
+                     "--judge-workers", "1", "--judge-threads", "1", "--out", str(tmp_path / "ttw"),
+                     "--", "--task", "No-Such-Task", timeout=90)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    first, *tail = out.stderr.strip().splitlines()
+    assert first.startswith("error: examples/g1_walk.py (exact, seed 0) exited with status")
+    assert any("No-Such-Task" in x for x in tail)  # the trainer's own error line, from its log
+
+
+def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
+    """A few seconds of CPU training: every checkpoint is judged, the untrained policy fails the gate."""
+    out_dir = tmp_path / "ttw"
+    out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--seeds", "0", "--modes", "exact",
+                     "--budget-s", "15", "--save-interval", "10", "--judge-workers", "1", "--judge-threads", "1",
+                     "--warmup-iterations", "2", "--out", str(out_dir), "--", "--torch-threads", "1")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    results = json.loads((out_dir / "time_to_walk.json").read_text())
+    assert {"command", "machine", "settings", "runs", "summary"} <= set(results)
+    assert results["machine"]["cpu_count"] == os.cpu_count()
+    assert results["command"].startswith("python benchmarks/time_to_walk.py --device cpu")
+    (run,) = results["runs"]
+    assert run["mode"] == "exact" and run["seed"] == 0 and run["num_envs"] == 8
+    assert run["stop"] == "budget" and not run["reached"] and run["gate_iteration"] is None
+    written = sorted(int(p.stem.split("_")[1]) for p in (out_dir / "exact_s0").glob("model_*.pt"))
+    assert written and run["checkpoints_written"] == written
+    assert [r["iteration"] for r in run["judged"]] == written  # the final save on SIGTERM included
+    for row in run["judged"]:
+        assert not row["passed"] and "error" not in row and row["failed"]
+        assert row["samples"] == row["iteration"] * 8 * 24
+        assert 0 < row["written_s"] < 15 + 60
+    assert run["steady_steps_per_s"] > 0 and 0 < run["first_iteration_s"] < 15
+    assert run["closest"]["iteration"] in written
+    assert "not reached" in out.stdout and "exact: reached 0/1" in out.stdout
+
+    again = run_script("--table", str(out_dir), timeout=60)
+    assert again.returncode == 0 and "exact: reached 0/1" in again.stdout
+    assert ttw.format_results(results["runs"]) in again.stdout
