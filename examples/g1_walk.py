@@ -3,6 +3,7 @@
     python examples/g1_walk.py                                   # device auto: GPU + MuJoCo Warp, else CPU MuJoCo
     python examples/g1_walk.py --task G1-Walk-Clock-v0 --num_envs 4096 --max_iterations 600
     python examples/g1_walk.py --resume                          # the newest run of the experiment, its newest checkpoint
+    python examples/g1_walk.py env.rewards.action_rate=-0.05 agent.ppo.num_mini_batches=8   # config overrides
     python examples/g1_walk.py --resume --load_run 2026-11-30.* --checkpoint model_500.pt
     python examples/g1_walk.py --sim isaaclab --num_envs 4096    # the same task on Isaac Lab (Python 3.12)
     python examples/g1_walk.py --task Isaac-Velocity-Flat-G1 --num_envs 4096
@@ -35,6 +36,7 @@ if "--play" in sys.argv or "--replay" in sys.argv:  # MuJoCo picks its OpenGL ba
 import torch  # noqa: E402
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, checkpoint, distributed  # noqa: E402
+from ppo_bootstrap.overrides import OverrideError, apply_overrides  # noqa: E402
 from ppo_bootstrap.run_dir import find_checkpoint, new_run_dir, write_git_state, write_params  # noqa: E402
 
 from isaac_adapter.tasks import registry  # noqa: E402
@@ -50,6 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # no abbreviations: "--ev m.pt" must not be taken for --eval here while eval_argv misses it
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", default=[],
+                        help="config overrides, as Isaac Lab's Hydra ones: env.<G1WalkConfig field> (G1-Walk tasks), "
+                        "agent.<RunnerConfig field>, e.g. env.rewards.action_rate=-0.05 agent.ppo.learning_rate=3e-4")
     parser.add_argument("--task", default=None, help=f"a registered task (default {registry.DEFAULT_TASK}; "
                         "with --eval/--play/--resume: the checkpoint's)")
     parser.add_argument("--sim", default="auto", choices=("auto", *registry.SIMS),
@@ -132,7 +137,7 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError, FileNotFoundError) as err:
+    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError) as err:
         if debug:
             raise
         raise SystemExit(f"error: {err}") from None
@@ -202,9 +207,6 @@ def train(args: argparse.Namespace) -> Runner:
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
 
-    task_overrides = {"model_variant": args.model_variant} if args.model_variant and spec.is_g1_walk else {}
-    env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank,
-                            config=resumed_task_config(start, spec), **task_overrides)
     cfg = RunnerConfig(
         num_steps_per_env=args.num_steps_per_env,
         save_interval=args.save_interval,
@@ -216,6 +218,16 @@ def train(args: argparse.Namespace) -> Runner:
                       if args.symmetry in ("loss", "both") else 0.0),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
+    task_cfg = None
+    if spec.is_g1_walk:
+        from isaac_adapter.tasks.g1_walk.config import walk_config
+
+        task_cfg = resumed_task_config(start, spec) or walk_config(preset=spec.config_preset)
+        if args.model_variant:
+            task_cfg = dataclasses.replace(task_cfg, model_variant=args.model_variant)
+    configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
+    task_cfg, cfg = configs["env"], configs["agent"]
+    env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
     log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
         log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)

@@ -42,6 +42,11 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco"], "Isaac-Velocity-Flat-G1 runs on --sim isaaclab, not mujoco"),
     (["--resume", "--experiment_name", "never_ran"], "no checkpoint matching"),
     (["--checkpoint", "nowhere/model_5.pt"], "--checkpoint nowhere/model_5.pt is no file; to search the runs, add --resume"),
+    (["env.rewards.action_rat=-0.05"], "override env.rewards.action_rat: RewardWeights has no field 'action_rat'; did you mean action_rate"),
+    (["agent.ppo.learning_rate=fast"], "override agent.ppo.learning_rate: expected a number, got 'fast'"),
+    (["agent.ppo.gamma=1.5"], "override agent.ppo.gamma=1.5: gamma and lam must lie in [0, 1]"),
+    (["env.lin_vel_y_range=[0.5,-0.5]"], "override env.lin_vel_y_range=[0.5, -0.5]: lin_vel_y_range must be finite (low, high) with low <= high"),
+    (["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco", "env.sim_dt=0.004"], "Isaac-Velocity-Flat-G1"),
     (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
 ])
 def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
@@ -92,6 +97,20 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     task = resumed.env.task_cfg
     assert task.lin_vel_y_range == (-0.3, 0.3) and task.rel_standing_envs == 0.0 and task.rewards.action_rate == -0.02
     assert task.num_envs == 4 and task.gait_period_s == pytest.approx(0.8)
+
+
+def test_overrides_reach_the_task_and_the_learner_and_are_recorded(tmp_path):
+    runner = g1_walk.main(["--num_envs", "4", "--num-steps-per-env", "8", "--max_iterations", "1", "--log-dir", str(tmp_path),
+                           "env.rewards.action_rate=-0.05", "env.lin_vel_y_range=[-0.4, 0.4]",
+                           "agent.ppo.learning_rate=3e-4", "agent.ppo.num_mini_batches=2", "agent.policy.actor_hidden=[64, 32]"])
+    task = runner.env.task_cfg
+    assert task.rewards.action_rate == -0.05 and task.lin_vel_y_range == (-0.4, 0.4)
+    assert task.gait_period_s == pytest.approx(0.8) and task.rewards.gait_contact == pytest.approx(0.18)  # the preset stays
+    assert runner.cfg.ppo.learning_rate == 3e-4 and runner.cfg.ppo.num_mini_batches == 2
+    assert [m.out_features for m in runner.policy.actor.head if hasattr(m, "out_features")][:2] == [64, 32]
+    agent = yaml.safe_load((tmp_path / "params" / "agent.yaml").read_text())
+    env = yaml.safe_load((tmp_path / "params" / "env.yaml").read_text())
+    assert agent["ppo"]["learning_rate"] == 3e-4 and env["rewards"]["action_rate"] == -0.05
 
 
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):
