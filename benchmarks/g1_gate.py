@@ -3,8 +3,10 @@
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt
     python benchmarks/g1_gate.py runs/g1/model_1500.pt --json gate.json
 
-Reads the task (gait clock or not, G1 model variant) from the checkpoint, runs the gate's one seeded
-rollout on CPU MuJoCo (sim-to-sim for a checkpoint trained on MuJoCo Warp), and prints each line of
+Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
+one seeded rollout on CPU MuJoCo at the task's reference physics (5 ms x 4, the model's solver
+budget, whatever the checkpoint trained with; sim-to-sim for a checkpoint trained on MuJoCo Warp),
+with one torch thread (the policy is small; more threads beside MuJoCo's only slow it), and prints each line of
 the gate (measured value, threshold, PASS / FAIL) and the overall verdict. Definitions:
 :mod:`isaac_adapter.evaluation.gate`. Exit status 0 when the gate passes, 1 when it fails.
 """
@@ -20,11 +22,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
-from isaac_adapter.evaluation import ActorCriticPolicy
-from isaac_adapter.evaluation.g1_probe import G1WalkProbe
-from isaac_adapter.evaluation.gate import GateConfig, run_gate
-from isaac_adapter.tasks.g1_walk import G1WalkEnv
-from isaac_adapter.tasks.registry import checkpoint_walk_config
+from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,17 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
+    torch.set_num_threads(1)
 
     cfg = GateConfig(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
-    env = G1WalkEnv(checkpoint_walk_config(args.checkpoint, num_envs=cfg.num_envs, seed=args.seed,
-                                           physics_threads=args.physics_threads))
-    policy = ActorCriticPolicy.from_checkpoint(args.checkpoint, env.reset(), env.num_actions)
     start = time.perf_counter()
-    result = run_gate(G1WalkProbe(env), policy, cfg, progress=args.progress)
+    result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress)
     seconds = time.perf_counter() - start
-    print(f"{args.checkpoint}: CPU MuJoCo, {cfg.num_envs} envs")
+    print(f"{args.checkpoint}: CPU MuJoCo, {cfg.num_envs} envs, reference physics")
     print(result.format())
-    print(f"rollout and judgment: {seconds:.1f} s")
+    print(f"build, rollout and judgment: {seconds:.1f} s")
     if args.json:
         record = {"checkpoint": args.checkpoint, "seconds": seconds, **result.as_dict()}
         Path(args.json).write_text(json.dumps(record, indent=1))

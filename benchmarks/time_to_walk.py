@@ -181,6 +181,11 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
     return record
 
 
+def label(record: dict[str, Any]) -> str:
+    """What a run is compared under: ``variant/mode`` with ``--variant``, else the mode."""
+    return f"{record['variant']}/{record['mode']}" if record.get("variant") else record["mode"]
+
+
 def _median_or_inf(values: list[float | None], reached: list[bool]) -> float | None:
     """Median with runs that did not reach the gate as +inf (None: no runs, or no value at all)."""
     xs = [v if ok else math.inf for v, ok in zip(values, reached) if not ok or v is not None]
@@ -188,10 +193,11 @@ def _median_or_inf(values: list[float | None], reached: list[bool]) -> float | N
 
 
 def mode_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per mode, in first-seen order: runs, how many reached the gate, medians over seeds."""
+    """Per mode (``variant/mode`` with variants), in first-seen order: runs, how many reached the
+    gate, medians over seeds."""
     out = []
-    for mode in dict.fromkeys(r["mode"] for r in records):
-        runs = [r for r in records if r["mode"] == mode]
+    for mode in dict.fromkeys(label(r) for r in records):
+        runs = [r for r in records if label(r) == mode]
         reached = [r["reached"] for r in runs]
         sps = [r["steady_steps_per_s"] for r in runs if r["steady_steps_per_s"]]
         out.append({
@@ -228,7 +234,7 @@ HEADERS = ["mode", "seed", "envs", "gate it", "samples to gate", "steady samples
 def table_rows(records: list[dict[str, Any]]) -> list[list[str]]:
     rows = []
     for r in records:
-        rows.append([r["mode"], str(r["seed"]), _envs(r),
+        rows.append([label(r), str(r["seed"]), _envs(r),
                      str(r["gate_iteration"]) if r["reached"] else "not reached",
                      _num(r["samples_to_gate"], ",d") if r["reached"] else "-",
                      _num(r["steady_steps_per_s"], ",.0f"), _num(r["measure_a_s"], ".1f"),
@@ -246,7 +252,7 @@ def format_results(records: list[dict[str, Any]]) -> str:
     for r in records:
         errors = [row for row in r["judged"] if row.get("error")]
         if errors:
-            out.append(f"{r['mode']} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
+            out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
         if r["reached"]:
             continue
@@ -254,7 +260,7 @@ def format_results(records: list[dict[str, Any]]) -> str:
         what = (f"closest: iteration {near['iteration']}, failing " + "; ".join(
             format_line(line) for line in near["lines"] if not line.get("passed"))) if near else "no checkpoint judged"
         budget = f" in {r['budget_s']:g} s" if r.get("budget_s") else ""
-        out.append(f"{r['mode']} seed {r['seed']}: not reached{budget} "
+        out.append(f"{label(r)} seed {r['seed']}: not reached{budget} "
                    f"({len(r['judged'])} checkpoints judged, last iteration {r['iterations']}); {what}")
     for s in mode_summary(records):
         out.append(f"{s['mode']}: reached {s['reached']}/{s['runs']}; median over seeds: samples to gate "
@@ -279,6 +285,19 @@ def training_args(mode: str, seed: int, a: argparse.Namespace, run_dir: Path, ex
     if not a.validate:
         args.append("--no-validate")  # a trusted env, as benchmarks/train_gpu.py runs it
     return [*args, *extra]
+
+
+def run_name(variant: tuple[str, list[str]], mode: str, seed: int) -> str:
+    """The run folder's name: ``<variant>_<mode>_s<seed>``, or ``<mode>_s<seed>`` without variants."""
+    return f"{variant[0]}_{mode}_s{seed}" if variant[0] else f"{mode}_s{seed}"
+
+
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``"smooth=--task G1-Walk-Smooth-v0 env.rewards.action_rate=-0.1"`` -> ``("smooth", [...])``."""
+    name, sep, args = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise SystemExit(f"error: --variant {text!r}: expected NAME=ARGS, NAME of letters, digits, '.', '_', '-'")
+    return name, shlex.split(args)
 
 
 def checkpoints(run_dir: Path) -> dict[int, Path]:
@@ -332,22 +351,13 @@ def judge_checkpoint(path: str, gate: dict[str, Any], threads: int) -> dict[str,
     try:
         from ppo_bootstrap import checkpoint
 
-        from isaac_adapter.evaluation import ActorCriticPolicy
-        from isaac_adapter.evaluation.g1_probe import G1WalkProbe
-        from isaac_adapter.evaluation.gate import GateConfig, run_gate
-        from isaac_adapter.tasks.g1_walk import G1WalkEnv
-        from isaac_adapter.tasks.registry import checkpoint_walk_config
+        from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
 
         ckpt = checkpoint.read(path)
         out.update(iteration=int(ckpt.get("iteration", -1)), total_steps=int(ckpt.get("total_steps", 0)),
                    world_size=int(ckpt.get("world_size", 1)))
         del ckpt
-        cfg = GateConfig(**gate)
-        env = G1WalkEnv(checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=threads))
-        policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
-        result = run_gate(G1WalkProbe(env), policy, cfg).as_dict()
-        if hasattr(env, "close"):
-            env.close()
+        result = gate_checkpoint(path, GateConfig(**gate), physics_threads=threads).as_dict()
         out.update(passed=result["passed"], lines=result["lines"], per_command=result["per_command"])
     except Exception as err:  # a checkpoint that cannot be judged fails, with the reason in the record
         out.update(passed=False, error=f"{type(err).__name__}: {err}")
@@ -515,9 +525,10 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
     check_device(a)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = [(mode, seed) for seed in a.seeds for mode in a.modes]  # seeds outer: drift over time hits every mode
-    for mode, seed in runs:
-        run_dir = out / f"{mode}_s{seed}"
+    # seeds outer: drift over time hits every variant and mode
+    runs = [(variant, mode, seed) for seed in a.seeds for variant in a.variants for mode in a.modes]
+    for variant, mode, seed in runs:
+        run_dir = out / run_name(variant, mode, seed)
         if run_dir.exists() and any(run_dir.iterdir()):
             if not a.overwrite:
                 raise SystemExit(f"error: {run_dir} is not empty: each run starts fresh; pass --overwrite or "
@@ -533,16 +544,19 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
     result_path = out / RESULTS
     judges = Judges(a.judge_workers, a.judge_threads, gate)
     try:
-        for mode, seed in runs:
-            run_dir = out / f"{mode}_s{seed}"
+        for variant, mode, seed in runs:
+            name, variant_args = variant
+            run_dir = out / run_name(variant, mode, seed)
             run_dir.mkdir(parents=True, exist_ok=True)
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}
             if a.warp_cache == "cold":
                 env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
-            command = trainer_command(sys.executable, a.nproc, training_args(mode, seed, a, run_dir, extra))
-            print(f"{mode}, seed {seed}: launching {shlex.join(command)}", flush=True)
+            command = trainer_command(sys.executable, a.nproc,
+                                      training_args(mode, seed, a, run_dir, [*extra, *variant_args]))
+            what_run = f"{name}/{mode}" if name else mode
+            print(f"{what_run}, seed {seed}: launching {shlex.join(command)}", flush=True)
             trainer = Trainer(command, run_dir / "train.log", env)
-            meta = {"mode": mode, "seed": seed, "num_envs": a.num_envs, "nproc": a.nproc, "budget_s": a.budget_s,
+            meta = {"mode": mode, "variant": name, "variant_args": variant_args, "seed": seed, "num_envs": a.num_envs, "nproc": a.nproc, "budget_s": a.budget_s,
                     "launch_time": trainer.launch_time, "run_dir": str(run_dir), "log": str(trainer.log),
                     "warp_cache": a.warp_cache, "trainer_command": command}
             (run_dir / RUN_META).write_text(json.dumps(meta, indent=1))
@@ -553,7 +567,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
             metrics = load_metrics(run_dir)
             if watched["stop"] == "trainer failed" or (watched["stop"] == "trainer finished" and not metrics):
                 status = watched["returncode"]
-                raise SystemExit(f"error: examples/g1_walk.py ({mode}, seed {seed}) exited with status {status} after "
+                raise SystemExit(f"error: examples/g1_walk.py ({what_run}, seed {seed}) exited with status {status} after "
                                  f"{time.time() - trainer.launch_time:.0f} s; last lines of {trainer.log}:\n"
                                  f"{log_tail(trainer.log)}")
             record = summarize_run({**meta, "stop": watched["stop"], "returncode": returncode}, metrics,
@@ -565,7 +579,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
             what = (f"gate passed at iteration {record['gate_iteration']}, "
                     f"{record['wall_to_gate_s']:.1f} s after launch" if record["reached"]
                     else f"not reached ({watched['stop']})")
-            print(f"{mode}, seed {seed}: {what}; {len(record['judged'])} checkpoints judged", flush=True)
+            print(f"{what_run}, seed {seed}: {what}; {len(record['judged'])} checkpoints judged", flush=True)
     finally:
         judges.close()
     return results
@@ -646,6 +660,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--modes", nargs="+", choices=MODES, default=["exact", "state_value"],
                    help="--timeout-bootstrap values of g1_walk.py: exact (default there), state_value (V(s_t))")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                   help="a training variant: g1_walk.py flags and overrides added for its runs (repeatable; "
+                   "every variant runs every mode and seed), e.g. smooth='--task G1-Walk-Smooth-v0 --symmetry both'")
     p.add_argument("--num-envs", type=int, default=16384, help="envs per process")
     p.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per run, through torchrun when > 1")
     p.add_argument("--budget-s", type=float, default=600.0, help="wall-clock budget of each run from its launch")
@@ -671,6 +688,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--judge-only", metavar="RUN_DIR", nargs="+", default=None,
                    help="judge the checkpoints of existing run folders (no training)")
     a = p.parse_args(own)
+    a.variants = [parse_variant(v) for v in a.variant] or [("", [])]
+    if len({name for name, _ in a.variants}) != len(a.variants):
+        p.error("--variant names must differ")
     if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1:
         p.error("--judge-workers, --judge-threads and --nproc must be >= 1")
     return a, extra

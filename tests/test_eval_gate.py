@@ -11,8 +11,8 @@ import torch
 from isaac_adapter.evaluation import ActorCriticPolicy
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 from isaac_adapter.evaluation.gate import (
-    BATTERY, GateConfig, GateLine, action_change_rms, judge_gate, masked_rms, roll_pitch_rate_rms, run_gate,
-    tracking_perf, yaw_rate_error_rms,
+    BATTERY, GateConfig, GateLine, action_change_rms, gate_task_config, judge_gate, masked_rms, roll_pitch_rate_rms,
+    run_gate, tracking_perf, yaw_rate_error_rms,
 )
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.synthetic import make_trace
@@ -101,3 +101,20 @@ def test_gate_config_layout() -> None:
     assert commands.shape == (cfg.num_envs, 3) == (14, 3)
     assert torch.allclose(commands[:2], torch.tensor([BATTERY[0][1]] * 2))
     assert torch.allclose(commands[-2:], torch.tensor([[0.5, 0.0, 0.0]] * 2))
+
+
+def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_path) -> None:
+    """The task a checkpoint recorded (clock, commands, rewards) is kept; its step size and solver
+    budget are not: the gate's physics is the task's 5 ms x 4 with the model file's solver."""
+    from ppo_bootstrap import checkpoint
+
+    saved = {k: v for k, v in checkpoint.read(CHECKPOINT).items() if k != "checksum"}
+    recorded = G1WalkConfig(sim_dt=0.004, decimation=5, solver_iterations=3, ls_iterations=4,
+                            gait_period_s=0.8, lin_vel_y_range=(-0.45, 0.45))
+    saved["task"] = {"id": "G1-Walk-Clock-v0", "env": dataclasses.asdict(recorded)}
+    path = tmp_path / "cheap_physics.pt"
+    checkpoint.save_atomic(saved, path)
+    assert checkpoint_walk_config(str(path)).sim_dt == 0.004  # what evaluation would use without the pin
+    judged = gate_task_config(str(path), GateConfig(starts=2))
+    assert (judged.sim_dt, judged.decimation, judged.solver_iterations, judged.ls_iterations) == (0.005, 4, None, None)
+    assert judged.gait_period_s == 0.8 and judged.lin_vel_y_range == (-0.45, 0.45) and judged.num_envs == 14

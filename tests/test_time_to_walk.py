@@ -134,6 +134,33 @@ def test_mode_summary_counts_misses_as_infinitely_long() -> None:
     assert "exact seed 0: 1 checkpoint(s) could not be judged" in ttw.format_results(records)
 
 
+def test_variants_are_compared_apart() -> None:
+    smooth = [dict(record("exact", seed, True, 50.0 + seed, 150.0, 50_000), variant="smooth") for seed in (0, 1)]
+    clock = [dict(record("exact", 0, False, None, None, None), variant="clock")]
+    summaries = ttw.mode_summary([*smooth, *clock])
+    assert [s["mode"] for s in summaries] == ["smooth/exact", "clock/exact"]
+    assert summaries[0]["reached"] == 2 and summaries[0]["measure_a_s"] == 50.5  # median of 50 and 51
+    assert math.isinf(summaries[1]["measure_a_s"])
+    assert ttw.table_rows(clock)[0][0] == "clock/exact"
+    assert "clock/exact seed 0: not reached in 600 s" in ttw.format_results(clock)
+
+
+def test_variant_parsing_and_run_folders() -> None:
+    name, args = ttw.parse_variant("smooth=--task G1-Walk-Smooth-v0 env.rewards.action_rate=-0.1 --symmetry both")
+    assert name == "smooth" and args == ["--task", "G1-Walk-Smooth-v0", "env.rewards.action_rate=-0.1", "--symmetry", "both"]
+    assert ttw.parse_variant("plain=") == ("plain", [])
+    assert ttw.run_name((name, args), "exact", 2) == "smooth_exact_s2"
+    assert ttw.run_name(("", []), "state_value", 0) == "state_value_s0"
+    for bad in ("no-equals", "=--task x", "a/b=--task x"):
+        with pytest.raises(SystemExit, match="expected NAME=ARGS"):
+            ttw.parse_variant(bad)
+    a, extra = ttw.parse_args(["--variant", "a=--task G1-Walk-v0", "--variant", "b=", "--", "--num-steps-per-env", "32"])
+    assert a.variants == [("a", ["--task", "G1-Walk-v0"]), ("b", [])] and extra == ["--num-steps-per-env", "32"]
+    assert ttw.parse_args([])[0].variants == [("", [])]
+    with pytest.raises(SystemExit):
+        ttw.parse_args(["--variant", "a=", "--variant", "a=--task G1-Walk-v0"])
+
+
 def test_table_rows() -> None:
     rows = ttw.table_rows([record("exact", 0, True, 69.23, 201.5, 29_589_504, 427_407.4)])
     assert rows == [["exact", "0", "16384", "300", "29,589,504", "427,407", "69.2", "201.5", "20.0"]]

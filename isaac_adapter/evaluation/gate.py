@@ -229,3 +229,34 @@ def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = No
         raise ValueError(f"the gate runs {cfg.num_envs} envs, the env has {probe.env.num_envs}")
     evaluator = Evaluator(probe, EvalConfig(horizon_s=cfg.horizon_s, seed=cfg.seed, commands=cfg.commands()), progress)
     return judge_gate(evaluator.rollout(policy), probe.evaluation_rule, probe.leg_joint_ids, cfg)
+
+
+#: The physics every checkpoint is judged on, whatever it was trained with: the task's reference
+#: (sim_dt 5 ms x 4, the model file's solver budget). A policy trained on cheaper physics (say 4 ms x
+#: 5, or fewer solver iterations) would otherwise be judged on that physics, and a changed step size
+#: alone moves the roll/pitch line by about 0.01 rad/s for the same policy
+#: (benchmarks/physics_settings.py), so a pass could come from the physics rather than the policy.
+REFERENCE_PHYSICS = ("sim_dt", "decimation", "solver_iterations", "ls_iterations")
+
+
+def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: int = 0):
+    """The G1 task the checkpoint at ``path`` is judged on: the one it recorded (gait clock, model
+    variant, command settings) at the reference physics (:data:`REFERENCE_PHYSICS`), ``cfg.num_envs`` envs."""
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig
+    from isaac_adapter.tasks.registry import checkpoint_walk_config
+
+    cfg = cfg or GateConfig()
+    reference = {name: getattr(G1WalkConfig, name) for name in REFERENCE_PHYSICS}
+    return checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=physics_threads, **reference)
+
+
+def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,
+                    progress: Progress = False) -> GateResult:
+    """Judge the G1-Walk checkpoint at ``path`` on CPU MuJoCo (:func:`gate_task_config`)."""
+    from isaac_adapter.evaluation.evaluator import ActorCriticPolicy
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+
+    cfg = cfg or GateConfig()
+    env = G1WalkEnv(gate_task_config(path, cfg, physics_threads))
+    policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
+    return run_gate(G1WalkProbe(env), policy, cfg, progress)
