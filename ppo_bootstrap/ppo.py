@@ -382,10 +382,19 @@ class PPO:
         self._set_optimizer_lr()
 
     def reset_optimizer(self) -> None:
-        """A fresh optimizer: no moments, the configured learning rate (fine-tuning a loaded policy)."""
+        """A fresh optimizer for fine-tuning a loaded policy: no moments, and with the adaptive
+        schedule the learning rate starts at ``min_learning_rate`` (with ``fixed``, the configured one).
+
+        Adam's first steps move every weight by about the learning rate whatever the gradient's
+        size (its moments start at zero), which throws a trained, low-noise policy far off: from
+        the shipped G1 policy at 1e-3 the first iteration's KL was 409 and the tracking error went
+        from 0.05 to 0.37 m/s. Starting low, the schedule grows the rate 1.5x per mini-batch while
+        the KL stays under half its target, so it finds its level within about one iteration.
+        """
         self._graph = None  # the captured step holds the old state tensors
         self.optimizer.state.clear()
-        self.lr.fill_(self.cfg.learning_rate)
+        start = self.cfg.min_learning_rate if self.cfg.schedule == "adaptive" else self.cfg.learning_rate
+        self.lr.fill_(start)
         self._set_optimizer_lr()
 
 
