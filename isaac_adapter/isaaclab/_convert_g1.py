@@ -84,7 +84,13 @@ def prepare_mjcf(variant: str, folder: Path, tmp: Path) -> Path:
     scene file. The converter drops pairs and skips non-colliding geoms, so the robot would have no
     collider at all. Each geom paired with the floor becomes a collider with the pair's contact
     parameters (condim 3, friction, solref, solimp); geom-geom pairs have no USD counterpart and are
-    dropped (Isaac Lab's G1 disables self-collision anyway). The XML is edited as text, not saved
+    dropped (Isaac Lab's G1 disables self-collision anyway, and so does :func:`convert_robot`).
+
+    A pair's parameters are used as they are, whereas two geoms that collide mix theirs: MuJoCo(-Warp)
+    averages solref/solimp and takes the larger friction, so the floor's default solref 0.02 would
+    soften the feet's 0.008 to 0.014 (3x less stiff). Each paired geom therefore gets ``priority`` 1,
+    above any floor's 0: a higher-priority geom's condim, friction, solref and solimp are used alone,
+    which is what the pair said. The XML is edited as text, not saved
     from an MjSpec, because ``MjSpec.to_xml`` rounds numbers to 6 digits (armature 0.01017752004
     became 0.0101775).
     """
@@ -116,6 +122,7 @@ def prepare_mjcf(variant: str, folder: Path, tmp: Path) -> Path:
             friction=num([pair.friction[0], pair.friction[2], pair.friction[3]]),  # slide, spin, roll
             solref=num(pair.solref),
             solimp=num(pair.solimp),
+            priority="1",
         )
         enabled += 1
     if enabled == 0:
@@ -210,12 +217,33 @@ def convert_robot(mjcf: Path, out_usd: Path, tmp: Path) -> int:
     actuators = [p.GetPath() for p in stage.Traverse() if p.GetTypeName() == "MjcActuator"]
     for path in actuators:
         stage.RemovePrim(path)
+    disable_self_collisions(stage)
     layer = stage.GetRootLayer()
     canonical_prototypes(layer)
     layer.documentation = LAYER_DOC
     if not layer.Export(str(out_usd)):
         raise ConvertError(f"could not write {out_usd}")
     return len(actuators)
+
+
+def disable_self_collisions(stage: Any) -> None:
+    """Author "no self-collisions" on every articulation root.
+
+    The MJCF's geoms collide only through its explicit pairs: nothing between the pelvis sphere and
+    the hip capsules, the elbows and the wrists, which overlap in the nominal pose. The converted
+    colliders would otherwise all collide with each other in Newton (it only skips a body's own
+    parent), and those overlaps push on the joints of a robot standing still. ``newton:`` is what
+    Newton reads, ``physxArticulation:`` the same switch for PhysX.
+    """
+    from pxr import Sdf, UsdPhysics
+
+    for prim in stage.Traverse():
+        if not prim.HasAPI(UsdPhysics.ArticulationRootAPI):
+            continue
+        prim.AddAppliedSchema("NewtonArticulationRootAPI")
+        prim.CreateAttribute("newton:selfCollisionEnabled", Sdf.ValueTypeNames.Bool).Set(False)
+        prim.AddAppliedSchema("PhysxArticulationAPI")
+        prim.CreateAttribute("physxArticulation:enabledSelfCollisions", Sdf.ValueTypeNames.Bool).Set(False)
 
 
 def write_ground(path: Path) -> None:
@@ -282,6 +310,7 @@ def inspect_robot(path: Path) -> dict[str, Any]:
         UsdPhysics.MassAPI(b).GetMassAttr().Get() or 0.0 for b in bodies if b.HasAPI(UsdPhysics.MassAPI)
     )
     foot_colliders = {foot: sum(1 for c in colliders if foot in c.GetPath().pathString.split("/")) for foot in FEET}
+    self_collisions = [r.GetAttribute("newton:selfCollisionEnabled").Get() for r in roots]
     return {
         "default_prim": str(stage.GetDefaultPrim().GetPath()),
         "articulation_roots": [p.GetName() for p in roots],
@@ -291,6 +320,7 @@ def inspect_robot(path: Path) -> dict[str, Any]:
         "rigid_bodies": len(bodies),
         "colliders": len(colliders),
         "foot_colliders": foot_colliders,
+        "self_collisions": [True if v is None else bool(v) for v in self_collisions],
         "total_mass_kg": round(float(mass), 4),
     }
 

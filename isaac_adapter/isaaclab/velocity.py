@@ -14,8 +14,8 @@ measured kit-less on Newton / MuJoCo-Warp, on CPU and on an H200), and a sixth t
 6. rough task only: the height scanner on the nested torso body (``Robot/torso_link`` matches no body
    here). Its generated terrain needs no asset. Run on CPU only so far;
 7. falls end the episode. The task's only fall term, ``base_contact``, waits for a contact on
-   ``torso_link``, and no body of this model reports a floor contact in a fall (the torso and knees
-   carry no collider; elbows and wrists report a constant self-contact). Seen on the H200: with
+   ``torso_link``, and the torso and knees of this model carry no collider, so no fall makes that
+   contact. Seen on the H200: with
    ``base_contact`` alone a fallen robot lay on the floor to the time limit (484 iterations, every
    robot judged fell within 1.2 s); with the G1 task's training thresholds (0.25 m, tilt 0.8) the
    policy learned to settle at 0.26 m (424 iterations). So the flat task ends an episode below
