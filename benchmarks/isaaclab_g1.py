@@ -33,6 +33,7 @@ Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -71,7 +72,8 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
     from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
     from isaac_adapter.evaluation.g1_probe import G1WalkProbe
     from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
-    from isaac_adapter.tasks.g1_walk.config import walk_config
+    from isaac_adapter.tasks.g1_walk.config import LEGACY_COMMANDS, walk_config
+    from isaac_adapter.tasks.registry import checkpoint_walk_config
 
     from g1_acceptance import acceptance_row, print_header, print_row
 
@@ -90,8 +92,16 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
 
     def judge(path: Path, iteration: int, steps: int, train_s: float, command: Any) -> dict:
         evaluator = Evaluator(probe, EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=command))
-        with torch.no_grad():
-            report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions))
+        base = env.unwrapped
+        trained = base.task_cfg
+        # mixed commands as the checkpoint was trained with them (an older file: the old ranges)
+        recorded = checkpoint_walk_config(str(path))
+        base.task_cfg = dataclasses.replace(trained, **{k: getattr(recorded, k) for k in LEGACY_COMMANDS})
+        try:
+            with torch.no_grad():
+                report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions))
+        finally:
+            base.task_cfg = trained
         row = acceptance_row(report, iteration, steps, train_s)
         row["command"] = "env" if command is None else list(command)
         row["checkpoint"] = str(path)
