@@ -16,6 +16,10 @@ bit-identical.
 
     python benchmarks/env_gpu.py                        # 1024, 4096, 16384 envs on cuda:0
     python benchmarks/env_gpu.py --num-envs 4096 --steps 500
+    python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
+
+``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
+each does to the dynamics and to the gate); one row per setting and size.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from isaac_adapter.backends.mujoco_warp import SimulationHealthError  # noqa: E4
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import make_warp_backend  # noqa: E402
+
+from physics_settings import Setting, parse_setting  # noqa: E402  (benchmarks/, beside this file)
 
 
 def sync(device: torch.device) -> None:
@@ -60,9 +66,10 @@ def reset_is_selective(env: G1WalkEnv) -> bool:
     return same and reset_ok
 
 
-def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int) -> dict:
+def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
+            physics: Setting) -> dict:
     t0 = time.perf_counter()
-    cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device)
+    cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every)
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
     dev = env.device
@@ -71,7 +78,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
         obs["policy"].shape[-1], obs["critic"].shape[-1], env.num_actions,
         PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     ).to(dev).eval()
-    row: dict = {"num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
+    row: dict = {"setting": physics.label(), "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
     ends = 0
     try:
         with torch.inference_mode():
@@ -131,7 +138,13 @@ def main() -> None:
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--check-every", type=int, default=50, help="policy steps between health checks")
     parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
+    parser.add_argument("--physics", nargs="+", default=["dt=0.005,dec=4"],
+                        help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,it=][,ls=])")
     args = parser.parse_args()
+    try:
+        settings = [parse_setting(text) for text in args.physics]
+    except ValueError as err:
+        parser.error(f"--physics {err}")
 
     import mujoco
     import mujoco_warp
@@ -145,13 +158,14 @@ def main() -> None:
     )
     print(f"{args.steps} policy steps of 20 ms per row; actor+critic MLP 512-256-128 in the loop\n", flush=True)
     rows = []
-    for n in args.num_envs:
-        rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every))
-        print(rows[-1], flush=True)
+    for setting in settings:
+        for n in args.num_envs:
+            rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every, setting))
+            print(rows[-1], flush=True)
 
     print()
     header = (
-        f"{'num envs':>8}  {'env+policy steps/s':>18}  {'physics steps/s':>15}  {'ends/step':>9}  "
+        f"{'physics setting':<30}  {'num envs':>8}  {'env+policy steps/s':>18}  {'physics steps/s':>15}  {'ends/step':>9}  "
         f"{'iter cap':>8}  {'peak nefc/njmax':>15}  {'peak nacon/naconmax':>19}  {'torch GiB':>9}  "
         f"{'reset ok':>8}  health"
     )
@@ -159,10 +173,10 @@ def main() -> None:
     print("-" * len(header))
     for r in rows:
         if r["health"] != "ok":
-            print(f"{r['num_envs']:>8}  {r['health']}")
+            print(f"{r['setting']:<30}  {r['num_envs']:>8}  {r['health']}")
             continue
         print(
-            f"{r['num_envs']:>8}  {r['env_policy']:>18,.0f}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
+            f"{r['setting']:<30}  {r['num_envs']:>8}  {r['env_policy']:>18,.0f}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
             f"{r['iter_cap']:>8.1%}  {r['peak_nefc']:>7}/{r['njmax']:<7}  {r['peak_nacon']:>9}/{r['naconmax']:<9}  "
             f"{r.get('gpu_mem_gib', 0):>9.2f}  {str(r['selective_reset']):>8}  {r['health']}"
         )
