@@ -418,7 +418,7 @@ class Runner:
             self.alg.load_state_dict(ckpt["ppo"])
         self.iteration = ckpt["iteration"]
         self.total_steps = ckpt["total_steps"]
-        self.metadata = ckpt.get("task") or self.metadata
+        self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
         self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
         if not exact:
             return
@@ -458,7 +458,7 @@ class Runner:
         self.iteration = int(ckpt.get("iteration", 0))
         self.total_steps = int(ckpt.get("total_steps", 0))
         self.normalizers_warm = True  # the file's normalizers come with its policy
-        self.metadata = ckpt.get("task") or self.metadata
+        self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
         if self.rank == 0:
             print(f"loaded {os.fspath(path)}: policy only (no optimizer, env or RNG state); fine-tuning from "
                   f"iteration {self.iteration} with a fresh optimizer", flush=True)

@@ -91,12 +91,15 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     saved["task"]["env"].update(lin_vel_y_range=[-0.3, 0.3], rel_standing_envs=0.0)
     saved["task"]["env"]["rewards"]["action_rate"] = -0.02
     checkpoint.save_atomic(saved, run / "model_2.pt")
-    resumed = g1_walk.main([*common, "--resume", "--max_iterations", "1"])  # no --task: the checkpoint's
+    resumed = g1_walk.main([*common, "--resume", "--max_iterations", "1", "env.rewards.joint_vel=-0.003"])  # no --task: the checkpoint's
     assert f"resumed from {run / 'model_2.pt'} at iteration 2" in capsys.readouterr().out
     assert resumed.iteration == 3 and resumed.metadata["id"] == "G1-Walk-Clock-v0"
     task = resumed.env.task_cfg
     assert task.lin_vel_y_range == (-0.3, 0.3) and task.rel_standing_envs == 0.0 and task.rewards.action_rate == -0.02
-    assert task.num_envs == 4 and task.gait_period_s == pytest.approx(0.8)
+    assert task.num_envs == 4 and task.gait_period_s == pytest.approx(0.8) and task.rewards.joint_vel == -0.003
+    # the new checkpoint records the task the resumed run trained on (record and override), not the old file's
+    recorded = checkpoint.read(Path(resumed.last_checkpoint))["task"]["env"]
+    assert recorded["rewards"]["action_rate"] == -0.02 and recorded["rewards"]["joint_vel"] == -0.003
 
 
 def test_overrides_reach_the_task_and_the_learner_and_are_recorded(tmp_path):

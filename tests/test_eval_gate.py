@@ -118,3 +118,22 @@ def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_
     judged = gate_task_config(str(path), GateConfig(starts=2))
     assert (judged.sim_dt, judged.decimation, judged.solver_iterations, judged.ls_iterations) == (0.005, 4, None, None)
     assert judged.gait_period_s == 0.8 and judged.lin_vel_y_range == (-0.45, 0.45) and judged.num_envs == 14
+
+
+@torch.no_grad()
+def test_the_shipped_smooth_checkpoint_passes_the_gate() -> None:
+    """docs/checkpoints/g1_clock_smooth_it2350.pt: the whole gate, as g1_gate.py runs it (seed 0), with
+    the values measured when it was shipped; the shipped g1_clock_it1296.pt fails it (two smoothness lines)."""
+    from isaac_adapter.evaluation.gate import gate_checkpoint
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as g1_gate.py: the small policy runs fastest on one thread beside MuJoCo's
+    try:
+        result = gate_checkpoint(os.path.join(ROOT, "docs", "checkpoints", "g1_clock_smooth_it2350.pt"))
+    finally:
+        torch.set_num_threads(threads)
+    values = {line.name: line.value for line in result.lines}
+    assert result.passed, result.format()
+    assert values["falls (battery, all starts)"] <= 1
+    assert values["leg action change RMS (units)"] == pytest.approx(0.207, abs=2e-3)
+    assert values["roll/pitch rate RMS (rad/s)"] == pytest.approx(0.169, abs=2e-3)
