@@ -260,17 +260,10 @@ def _qvel_of_states(m: mujoco.MjModel, d: mujoco.MjData, rows: np.ndarray) -> np
 def gate_under(checkpoint: str, setting: Setting, starts: int, horizon_s: float, seed: int,
                physics_threads: int):
     """The walking gate of ``checkpoint`` with its recorded config under ``setting``'s physics."""
-    from isaac_adapter.evaluation import ActorCriticPolicy
-    from isaac_adapter.evaluation.g1_probe import G1WalkProbe
-    from isaac_adapter.evaluation.gate import GateConfig, run_gate
-    from isaac_adapter.tasks.g1_walk import G1WalkEnv
-    from isaac_adapter.tasks.registry import checkpoint_walk_config
+    from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
 
     cfg = GateConfig(starts=starts, horizon_s=horizon_s, seed=seed)
-    env = G1WalkEnv(checkpoint_walk_config(checkpoint, num_envs=cfg.num_envs, seed=seed,
-                                           physics_threads=physics_threads, **setting.config_overrides()))
-    policy = ActorCriticPolicy.from_checkpoint(checkpoint, env.reset(), env.num_actions)
-    return run_gate(G1WalkProbe(env), policy, cfg)
+    return gate_checkpoint(checkpoint, cfg, physics_threads, physics=setting.config_overrides())
 
 
 # -- the table -----------------------------------------------------------------------------------

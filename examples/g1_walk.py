@@ -171,16 +171,17 @@ def resume_path(args: argparse.Namespace, experiment: str) -> Path | None:
     return find_checkpoint(args.log_root, experiment, args.load_run, args.checkpoint or r"model_\d+\.pt")
 
 
-def resumed_task_config(start: Path | None, spec: registry.TaskSpec) -> G1WalkConfig | None:
-    """The G1 task a resumed run recorded, so that it goes on with the commands and rewards it
-    started with (the task's defaults may have changed since); None for a fresh run, another task
-    (fine-tuning on a new task takes that task's config) or a checkpoint that recorded none."""
-    if start is None or not spec.is_g1_walk:
+def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: registry.TaskSpec) -> G1WalkConfig | None:
+    """The G1 task a resumed run recorded (``recorded``: :func:`registry.checkpoint_task` of its
+    checkpoint), so that it goes on with the commands and rewards it started with (the task's
+    defaults may have changed since); None for a fresh run, another task (fine-tuning on a new task
+    takes that task's config) or a checkpoint that recorded none."""
+    if recorded is None or not spec.is_g1_walk:
         return None
     from isaac_adapter.tasks.g1_walk.config import stored_config
 
-    recorded, params = registry.checkpoint_task(checkpoint.read(start), str(start))
-    return stored_config(params, spec.config_preset) if recorded.id == spec.id and params else None
+    recorded_spec, params = recorded
+    return stored_config(params, spec.config_preset) if recorded_spec.id == spec.id and params else None
 
 
 def train(args: argparse.Namespace) -> Runner:
@@ -188,10 +189,17 @@ def train(args: argparse.Namespace) -> Runner:
     task_id = args.task
     experiment = args.experiment_name or (task_id or registry.DEFAULT_TASK)
     start = resume_path(args, experiment)
-    if start is not None and task_id is None:
-        task_id = registry.checkpoint_task(checkpoint.read(start), str(start))[0].id
+    ckpt = checkpoint.read(start) if start is not None else None  # read once, checked once
+    if ckpt is not None and task_id is None:
+        task_id = registry.checkpoint_task(ckpt, str(start))[0].id
         experiment = args.experiment_name or task_id
     spec = registry.get_task(task_id or registry.DEFAULT_TASK)
+    recorded = registry.checkpoint_task(ckpt, str(start)) if ckpt is not None and spec.is_g1_walk else None
+    del ckpt
+    env_overrides = [o for o in args.overrides if o.startswith("env.")]
+    if env_overrides and not spec.is_g1_walk:
+        raise registry.UsageError(f"{env_overrides[0]}: {spec.id} takes its env configuration from its own simulator; "
+                                  "env.* overrides are for the G1-Walk tasks (agent.* overrides work for every task)")
     if args.symmetry != "off" and not spec.is_g1_walk:
         raise registry.UsageError(f"--symmetry {args.symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
     sim, env_device = registry.resolve(spec, args.sim, args.device)
@@ -222,7 +230,7 @@ def train(args: argparse.Namespace) -> Runner:
     if spec.is_g1_walk:
         from isaac_adapter.tasks.g1_walk.config import walk_config
 
-        task_cfg = resumed_task_config(start, spec) or walk_config(preset=spec.config_preset)
+        task_cfg = resumed_task_config(recorded, spec) or walk_config(preset=spec.config_preset)
         if args.model_variant:
             task_cfg = dataclasses.replace(task_cfg, model_variant=args.model_variant)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)

@@ -46,7 +46,8 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["agent.ppo.learning_rate=fast"], "override agent.ppo.learning_rate: expected a number, got 'fast'"),
     (["agent.ppo.gamma=1.5"], "override agent.ppo.gamma=1.5: gamma and lam must lie in [0, 1]"),
     (["env.lin_vel_y_range=[0.5,-0.5]"], "override env.lin_vel_y_range=[0.5, -0.5]: lin_vel_y_range must be finite (low, high) with low <= high"),
-    (["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco", "env.sim_dt=0.004"], "Isaac-Velocity-Flat-G1"),
+    (["--task", "Isaac-Velocity-Flat-G1", "env.sim_dt=0.004"],
+     "env.sim_dt=0.004: Isaac-Velocity-Flat-G1 takes its env configuration from its own simulator; env.* overrides are for the G1-Walk tasks"),
     (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
 ])
 def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):

@@ -239,24 +239,28 @@ def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = No
 REFERENCE_PHYSICS = ("sim_dt", "decimation", "solver_iterations", "ls_iterations")
 
 
-def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: int = 0):
+def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,
+                     physics: dict | None = None):
     """The G1 task the checkpoint at ``path`` is judged on: the one it recorded (gait clock, model
-    variant, command settings) at the reference physics (:data:`REFERENCE_PHYSICS`), ``cfg.num_envs`` envs."""
+    variant, command settings) at the reference physics (:data:`REFERENCE_PHYSICS`), ``cfg.num_envs``
+    envs. ``physics``: other values of those fields, for studies of the physics itself
+    (``benchmarks/physics_settings.py``), never for a verdict."""
     from isaac_adapter.tasks.g1_walk import G1WalkConfig
     from isaac_adapter.tasks.registry import checkpoint_walk_config
 
     cfg = cfg or GateConfig()
     reference = {name: getattr(G1WalkConfig, name) for name in REFERENCE_PHYSICS}
-    return checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=physics_threads, **reference)
+    return checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=physics_threads,
+                                  **{**reference, **(physics or {})})
 
 
 def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,
-                    progress: Progress = False) -> GateResult:
+                    progress: Progress = False, physics: dict | None = None) -> GateResult:
     """Judge the G1-Walk checkpoint at ``path`` on CPU MuJoCo (:func:`gate_task_config`)."""
     from isaac_adapter.evaluation.evaluator import ActorCriticPolicy
     from isaac_adapter.tasks.g1_walk import G1WalkEnv
 
     cfg = cfg or GateConfig()
-    env = G1WalkEnv(gate_task_config(path, cfg, physics_threads))
+    env = G1WalkEnv(gate_task_config(path, cfg, physics_threads, physics))
     policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
     return run_gate(G1WalkProbe(env), policy, cfg, progress)

@@ -141,12 +141,10 @@ def check_sim(sim: str) -> None:
         raise UsageError(f"--sim must be one of auto, {', '.join(SIMS)}; got {sim!r}")
 
 
-def make_env(
-    spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None, **task: Any
-) -> Any:
-    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. The project's task only:
-    ``config``, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's
-    recorded one) instead of the task's preset, and ``task``, overrides of its fields."""
+def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None) -> Any:
+    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``config``: the project's task
+    only, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's recorded
+    one, overrides applied) instead of the task's preset; ``num_envs``, ``seed`` and ``device`` win."""
     if spec.is_g1_walk:
         from dataclasses import replace
 
@@ -154,10 +152,7 @@ def make_env(
 
         device = device if sim != "mujoco" else "cpu"
         where = dict(num_envs=num_envs, seed=seed, device=device)
-        if config is not None:
-            cfg = replace(config, **where, **task)
-        else:
-            cfg = walk_config(preset=spec.config_preset, **where, **task)
+        cfg = replace(config, **where) if config is not None else walk_config(preset=spec.config_preset, **where)
         if sim == "isaaclab":
             from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
@@ -165,8 +160,8 @@ def make_env(
         from isaac_adapter.tasks.g1_walk import G1WalkEnv
 
         return G1WalkEnv(cfg, backend=sim)
-    if task or config is not None:
-        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not {sorted(task) or 'a G1WalkConfig'}")
+    if config is not None:
+        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not a G1WalkConfig")
     if sim == "isaaclab":
         from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
 
