@@ -37,7 +37,10 @@ import torch  # noqa: E402
 from ppo_bootstrap.env import critic_obs  # noqa: E402
 from ppo_bootstrap.modules import ActorCritic, PolicyConfig  # noqa: E402
 
-from isaac_adapter.backends.mujoco_warp import SimulationHealthError  # noqa: E402
+try:
+    from isaac_adapter.backends.mujoco_warp import SimulationHealthError  # noqa: E402
+except ModuleNotFoundError as err:  # one line, not a traceback
+    raise SystemExit(f"error: benchmarks/env_gpu.py needs MuJoCo Warp ({err}): pip install -e '.[warp]'") from None
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import make_warp_backend  # noqa: E402

@@ -22,7 +22,10 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
+from ppo_bootstrap.checkpoint import CheckpointError
+
 from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
+from isaac_adapter.tasks.registry import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", action="store_true", help="show the rollout's progress")
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
     args = parser.parse_args(argv)
+    if not Path(args.checkpoint).is_file():
+        raise SystemExit(f"error: {args.checkpoint}: no such checkpoint")
     torch.set_grad_enabled(False)
     torch.set_num_threads(1)
 
@@ -52,4 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (CheckpointError, UsageError) as err:  # a damaged file, or one of another task: one line
+        sys.exit(f"error: {err}")
