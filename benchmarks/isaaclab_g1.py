@@ -113,6 +113,8 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
         print_header()
         for command in (forward, None):
             result["judged"].append(judge(Path(path), -1, 0, float("nan"), command))
+    if args.judge_only:
+        return result
 
     cfg = RunnerConfig(
         num_steps_per_env=24, save_interval=args.save_interval, log_dir=str(run_dir), seed=args.seed,
@@ -391,14 +393,15 @@ def print_tables(out: Path) -> None:
     direct = out / "direct.json"
     if direct.exists():
         res = json.loads(direct.read_text())
-        print(f"\nG1WalkDirectEnv (gait clock), {res['num_envs']} envs, {res['device']}, build {res['build_s']} s, "
-              f"{res['iterations']} iterations in {res['train_wall_s']} s of training wall time")
-        curve = res["curve"]
-        print(f"median {median(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
-              f"{median([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
+        curve = res.get("curve", [])  # none with --judge-only
+        trained = f", {res['iterations']} iterations in {res['train_wall_s']} s of training wall time" if curve else ", judging only"
+        print(f"\nG1WalkDirectEnv (gait clock), {res['num_envs']} envs, {res['device']}, build {res['build_s']} s{trained}")
+        if curve:
+            print(f"median {median(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
+                  f"{median([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
         print("| checkpoint | command | env steps | train s | falls at 0.60 m (envs) | air time s | steps Hz | double support | tracking error m/s | verdict |")
         print("|---|---|---|---|---|---|---|---|---|---|")
-        for row in res["judged"] + res["rows"]:
+        for row in res["judged"] + res.get("rows", []):
             name = Path(row["checkpoint"]).name if row["iteration"] < 0 else f"it {row['iteration']}"
             print(f"| {name} | {row['command']} | {row['env_steps']:,} | {row['train_s']:.0f} | {row['fall_rate']:.2%} ({len(row['falls'])}) | "
                   f"{row['air_time_s']:.3f} | {row['step_frequency_hz']:.2f} | {row['double_support']:.2f} | "
@@ -425,6 +428,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=100, help="direct: judge every this many iterations")
     parser.add_argument("--horizon-s", type=float, default=15.0)
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
+    parser.add_argument("--judge-only", action="store_true", help="direct: judge the --judge checkpoints, do not train")
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")

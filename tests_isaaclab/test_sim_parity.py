@@ -1,12 +1,12 @@
 """CPU MuJoCo and Isaac Lab (Newton / MuJoCo-Warp) move the G1 alike from the same state.
 
 Run through ``scripts/isaaclab_tier.sh`` (it builds the G1 USD and sets ``ISAACSIM_ASSET_ROOT``). The
-cases are the clean ones of ``scripts/sim_parity.py`` that need no policy rollout: the nominal pose
+cases are the clean ones of ``benchmarks/sim_parity.py`` that need no policy rollout: the nominal pose
 released at rest 1 m up (no contact: joints, drives, integrator), held on the floor for 0.5 s
 (contact stiffness at rest) and dropped from 5 cm (contact stiffness and damping in an impact). Both
 simulators get the same start state and the same joint targets.
 
-Tolerances, from ``python scripts/sim_parity.py compare`` on the converted model (after / before the
+Tolerances, from ``python benchmarks/sim_parity.py compare`` on the converted model (after / before the
 converter disabled self-collisions and gave the floor-paired geoms priority over the floor):
 
 * at rest in the air, one policy step: pelvis angular velocity 0.000 / 0.544 rad/s, joint velocity
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,11 @@ Two interpreters are involved, because the project's MuJoCo backends need MuJoCo
 Newton pins MuJoCo 3.12::
 
     # 1. project venv (MuJoCo 4): roll a policy out on CPU MuJoCo, save states and targets
-    python scripts/sim_parity.py sample docs/checkpoints/g1_clock_it1296.pt --out STATES.npz
+    python benchmarks/sim_parity.py sample docs/checkpoints/g1_clock_it1296.pt --out STATES.npz
     # 2. Isaac Lab venv (isaaclab 3.0, MuJoCo 3.12; ISAACSIM_ASSET_ROOT set): both simulators in one process
-    python scripts/sim_parity.py compare STATES.npz [--json OUT.json]
+    python benchmarks/sim_parity.py compare STATES.npz [--json OUT.json]
     # contact, joint and solver parameters of both models, side by side (Isaac Lab venv)
-    python scripts/sim_parity.py inspect
+    python benchmarks/sim_parity.py inspect
 
 In ``compare`` the CPU MuJoCo side is the task's own model (``build_g1_model``, explicit foot-floor
 contact pairs) run with MuJoCo 3.12's ``mj_step`` one state at a time; the Isaac Lab side is
