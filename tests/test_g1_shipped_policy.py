@@ -1,4 +1,6 @@
-"""The checkpoint shipped in docs/ walks on the CPU MuJoCo backend (sim-to-sim: it was trained on MuJoCo Warp).
+"""The checkpoints shipped in docs/ walk on the CPU MuJoCo backend: sim-to-sim, one was trained on
+MuJoCo Warp, the other on Isaac Lab (``G1WalkDirectEnv`` on the converted USD, the same task and
+observation layout).
 
 A regression test of the whole stack behind it: task observations and the gait clock, the physics
 backend, checkpoint loading and the evaluator. Acceptance thresholds are written out here as the
@@ -18,16 +20,21 @@ from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKPOINT = os.path.join(ROOT, "docs", "checkpoints", "g1_clock_it1296.pt")
+ISAAC_LAB_TRAINED = os.path.join(ROOT, "docs", "checkpoints", "g1_isaaclab_it695.pt")
 
 
-@pytest.mark.parametrize("command", [(0.5, 0.0, 0.0), (0.3, 0.2, 0.3)])
+@pytest.mark.parametrize(
+    "checkpoint, command",
+    [(CHECKPOINT, (0.5, 0.0, 0.0)), (CHECKPOINT, (0.3, 0.2, 0.3)), (ISAAC_LAB_TRAINED, (0.5, 0.0, 0.0))],
+    ids=["mujoco-forward", "mujoco-mixed", "isaaclab-forward"],
+)
 @torch.no_grad()
-def test_shipped_policy_walks_for_15_s_without_a_fall(command) -> None:
+def test_shipped_policy_walks_for_15_s_without_a_fall(checkpoint, command) -> None:
     # the task the checkpoint recorded: the gait clock, and the command settings it was trained with
-    env = G1WalkEnv(checkpoint_walk_config(CHECKPOINT, num_envs=6, seed=0))
+    env = G1WalkEnv(checkpoint_walk_config(checkpoint, num_envs=6, seed=0))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=15.0, seed=0, commands=command))
     obs = env.reset(seed=0)
-    report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(CHECKPOINT, obs, env.num_actions))
+    report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(checkpoint, obs, env.num_actions))
 
     assert not bool((report.judgement.outcome == FALL).any()), "a robot fell (eval_success_height 0.60 m)"
     gait = report.gait

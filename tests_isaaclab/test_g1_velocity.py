@@ -18,12 +18,13 @@ import torch
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
 from ppo_bootstrap.episode import validate_step
 
-from isaac_adapter.isaaclab.velocity import fall_limit_angle, make_velocity_g1_env, velocity_g1_env_cfg
+from isaac_adapter.isaaclab.velocity import NJMAX, fall_limit_angle, make_velocity_g1_env, velocity_g1_env_cfg
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 NUM_ENVS = 8
 JOINT_POS_COLUMNS = slice(12, 41)  # base lin vel, ang vel, gravity, command (3 + 3 + 3 + 3), then 29 joints
 OBS_NOISE = 0.01
+NEFC_OVERFLOW = 1  # MuJoCo-Warp's OverflowType.NEFC bit: constraint rows beyond njmax were dropped
 
 
 def _torch(x):
@@ -146,10 +147,15 @@ def test_runner_trains_a_few_iterations(env, tmp_path):
 
 
 def test_rough_task_builds_and_steps_through_the_adapter(env):
-    """The rough task (generated terrain, height scan from the torso) builds after the flat one is closed."""
+    """The rough task (generated terrain, height scan from the torso) builds after the flat one is
+    closed, and its solver gets the rough task's constraint rows: no world overflows them."""
+    from isaaclab_newton.physics import NewtonManager
+
     env.close()
     rough = make_velocity_g1_env("Isaac-Velocity-Rough-G1", num_envs=4, device="cpu", episode_length_s=1.0)
     try:
+        data = NewtonManager._solver.mjw_data
+        assert data.njmax == NJMAX["Isaac-Velocity-Rough-G1"] > NJMAX["Isaac-Velocity-Flat-G1"]
         obs = rough.reset()
         assert obs["policy"].shape[0] == 4 and obs["policy"].shape[1] > 99  # the height scan comes on top
         gen = torch.Generator().manual_seed(0)
@@ -158,6 +164,7 @@ def test_rough_task_builds_and_steps_through_the_adapter(env):
             res = rough.step(0.3 * torch.randn(4, rough.num_actions, generator=gen))
             validate_step(4, res)
             ended += res.final_env_ids.numel()
+            assert not (data.overflow.numpy() & NEFC_OVERFLOW).any()
         assert ended > 0  # 1 s episodes: every env ended at least once
     finally:
         rough.close()
