@@ -17,9 +17,13 @@ bit-identical.
     python benchmarks/env_gpu.py                        # 1024, 4096, 16384 envs on cuda:0
     python benchmarks/env_gpu.py --num-envs 4096 --steps 500
     python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
+    python benchmarks/env_gpu.py --num-envs 16384 --njmax 0 128                 # constraint rows per world
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
-each does to the dynamics and to the gate); one row per setting and size.
+each does to the dynamics and to the gate); one row per setting, ``--njmax`` and size. ``--njmax``
+sizes the per-world constraint-row buffers (0: the backend's bound, every contact and limit active
+at once, 292 rows for the G1, where about 85 are used); a row whose envs asked for more fails its
+health check instead of dropping constraints.
 """
 
 from __future__ import annotations
@@ -70,10 +74,10 @@ def reset_is_selective(env: G1WalkEnv) -> bool:
 
 
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
-            physics: Setting) -> dict:
+            physics: Setting, njmax: int = 0) -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
-    backend, nominal, names = make_warp_backend(cfg, check_every=check_every)
+    backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None)
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
     dev = env.device
     obs = env.reset()
@@ -81,7 +85,8 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
         obs["policy"].shape[-1], obs["critic"].shape[-1], env.num_actions,
         PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     ).to(dev).eval()
-    row: dict = {"setting": physics.label(), "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
+    label = physics.label() + (f", njmax {njmax}" if njmax else "")
+    row: dict = {"setting": label, "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
     ends = 0
     try:
         with torch.inference_mode():
@@ -143,7 +148,11 @@ def main() -> None:
     parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
     parser.add_argument("--physics", nargs="+", default=["dt=0.005,dec=4"],
                         help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,it=][,ls=])")
+    parser.add_argument("--njmax", type=int, nargs="+", default=[0],
+                        help="constraint rows per world (0: the backend's bound); one row per value")
     args = parser.parse_args()
+    if any(n < 0 for n in args.njmax):
+        parser.error(f"--njmax must be >= 0 (0: the backend's bound), got {args.njmax}")
     try:
         settings = [parse_setting(text) for text in args.physics]
     except ValueError as err:
@@ -162,13 +171,15 @@ def main() -> None:
     print(f"{args.steps} policy steps of 20 ms per row; actor+critic MLP 512-256-128 in the loop\n", flush=True)
     rows = []
     for setting in settings:
-        for n in args.num_envs:
-            rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every, setting))
-            print(rows[-1], flush=True)
+        for njmax in args.njmax:
+            for n in args.num_envs:
+                rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every,
+                                    setting, njmax))
+                print(rows[-1], flush=True)
 
     print()
     header = (
-        f"{'physics setting':<30}  {'num envs':>8}  {'env+policy steps/s':>18}  {'physics steps/s':>15}  {'ends/step':>9}  "
+        f"{'physics setting':<42}  {'num envs':>8}  {'env+policy steps/s':>18}  {'physics steps/s':>15}  {'ends/step':>9}  "
         f"{'iter cap':>8}  {'peak nefc/njmax':>15}  {'peak nacon/naconmax':>19}  {'torch GiB':>9}  "
         f"{'reset ok':>8}  health"
     )
@@ -176,10 +187,10 @@ def main() -> None:
     print("-" * len(header))
     for r in rows:
         if r["health"] != "ok":
-            print(f"{r['setting']:<30}  {r['num_envs']:>8}  {r['health']}")
+            print(f"{r['setting']:<42}  {r['num_envs']:>8}  {r['health']}")
             continue
         print(
-            f"{r['setting']:<30}  {r['num_envs']:>8}  {r['env_policy']:>18,.0f}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
+            f"{r['setting']:<42}  {r['num_envs']:>8}  {r['env_policy']:>18,.0f}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
             f"{r['iter_cap']:>8.1%}  {r['peak_nefc']:>7}/{r['njmax']:<7}  {r['peak_nacon']:>9}/{r['naconmax']:<9}  "
             f"{r.get('gpu_mem_gib', 0):>9.2f}  {str(r['selective_reset']):>8}  {r['health']}"
         )
