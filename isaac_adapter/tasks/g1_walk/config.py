@@ -50,6 +50,31 @@ class RewardWeights:
     feet_swing_height: float = 0.0
 
 
+@dataclass(frozen=True)
+class RewardRamp:
+    """A reward weight that changes during training (a curriculum term): ``rewards.<term>`` until the
+    env has taken ``start_step`` steps, then linearly to ``weight`` at ``end_step``, then held.
+    ``start_step == end_step`` switches at once (Isaac Lab's ``modify_reward_weight``).
+
+    Steps count calls of the vectorized env's ``step`` (Isaac Lab's ``common_step_counter``), so a
+    PPO iteration is ``num_steps_per_env`` of them whatever the number of envs; the Runner's
+    normalizer warm-up (one rollout before the first iteration) counts too.
+    """
+
+    term: str
+    weight: float
+    start_step: int
+    end_step: int
+
+    def weight_at(self, base: float, step: int) -> float:
+        """The term's weight after ``step`` env steps, starting from ``base`` (the configured weight)."""
+        if step <= self.start_step:
+            return base
+        if step >= self.end_step:
+            return self.weight
+        return base + (self.weight - base) * (step - self.start_step) / (self.end_step - self.start_step)
+
+
 @dataclass
 class G1WalkConfig:
     """Everything that defines the task. Seconds in, policy steps derived (see the module docstring)."""
@@ -128,6 +153,11 @@ class G1WalkConfig:
     tracking_sigma: float = 0.25  # exp(-err^2 / sigma)
     air_time_threshold: float = 0.4  # s, cap on the single-stance time rewarded
     rewards: RewardWeights = field(default_factory=RewardWeights)
+    # Reward weights that move during training, one RewardRamp per term (e.g. action_rate from the
+    # recipe's -0.01 to -0.15 once the robots walk: the smoothness the walking gate asks for, added
+    # after the gait is learnt, as the fine-tune of the gate-passing checkpoint did by hand).
+    # From the command line: env.reward_ramps='[{term: action_rate, weight: -0.15, start_step: 2400, end_step: 7200}]'.
+    reward_ramps: tuple[RewardRamp, ...] = ()
 
     # Optional gait clock: a phase that restarts with every episode and runs one cycle per
     # gait_period_s; (sin, cos) of it is appended to the policy observation and the gait_contact /
@@ -139,6 +169,8 @@ class G1WalkConfig:
     swing_height_m: float = 0.08  # m, foot body (ankle roll link) height in swing; ~0.03 standing
 
     def __post_init__(self) -> None:
+        # dicts from a YAML override or a stored config
+        self.reward_ramps = tuple(RewardRamp(**r) if isinstance(r, dict) else r for r in self.reward_ramps)
         self.validate()
 
     @property
@@ -211,6 +243,22 @@ class G1WalkConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
                 raise ValueError(f"{name} must be None (the model file's) or a positive integer, got {value}")
+        terms = [r.term for r in self.reward_ramps]
+        for ramp in self.reward_ramps:
+            if ramp.term not in RewardWeights.__dataclass_fields__:
+                raise ValueError(f"reward_ramps: no reward term {ramp.term!r}; terms: {', '.join(RewardWeights.__dataclass_fields__)}")
+            if terms.count(ramp.term) > 1:
+                raise ValueError(f"reward_ramps: {ramp.term!r} has more than one ramp")
+            if not (0 <= ramp.start_step <= ramp.end_step and math.isfinite(ramp.weight)):
+                raise ValueError(f"reward_ramps: {ramp.term!r} needs 0 <= start_step <= end_step and a finite "
+                                 f"weight, got start_step {ramp.start_step}, end_step {ramp.end_step}, weight {ramp.weight}")
+
+    def reward_weights(self, step: int) -> dict[str, float]:
+        """Every reward term's weight after ``step`` env steps: :attr:`rewards`, moved by :attr:`reward_ramps`."""
+        weights = {name: getattr(self.rewards, name) for name in RewardWeights.__dataclass_fields__}
+        for ramp in self.reward_ramps:
+            weights[ramp.term] = ramp.weight_at(weights[ramp.term], step)
+        return weights
 
 
 #: The command settings every checkpoint trained before the ranges were widened used (the standing

@@ -134,6 +134,7 @@ class G1WalkEnv(G1WalkTask):
         self._pre_physics_step(actions)
         self._apply_action()
         self.episode_length_buf += 1
+        self.common_step_counter += 1
         # fresh tensors every step: the StepResult keeps them
         self.reset_terminated, self.reset_time_outs = self._get_dones()
         terminated, truncated = self.reset_terminated, self.reset_time_outs

@@ -110,6 +110,8 @@ class G1WalkTask:
         """
         self.task_cfg = cfg
         dev, n, j, f = self.device, self.num_envs, len(joint_names), num_feet
+        # env steps since construction (a DirectRLEnv counts them in step); reward ramps read it
+        self.common_step_counter = 0
         self.joint_names = tuple(joint_names)
         self.num_joints = j
         self.nominal_qpos = nominal_qpos.to(dev, torch.float32)
@@ -206,11 +208,13 @@ class G1WalkTask:
     def _get_rewards(self) -> torch.Tensor:
         """The step's reward ``[N]``: each of :meth:`_reward_terms` times its weight in
         ``task_cfg.rewards`` and the policy step (as Isaac Lab's reward manager scales); per-episode
-        sums kept for the logs."""
-        weights, dt = self.task_cfg.rewards, self.task_cfg.policy_dt
+        sums kept for the logs. Weights with a :class:`~.config.RewardRamp` are read at
+        :attr:`common_step_counter` (plain Python numbers: no upload, no host sync)."""
+        cfg = self.task_cfg
+        weights, dt = cfg.reward_weights(self.common_step_counter), cfg.policy_dt
         reward = torch.zeros(self.num_envs, device=self.device)
         for name, value in self._reward_terms().items():
-            term = getattr(weights, name) * value * dt
+            term = weights[name] * value * dt
             self.episode_sums[name] += term
             reward += term
         # the action-rate and joint-acceleration terms were the last readers of the previous step
@@ -395,6 +399,9 @@ class G1WalkTask:
         log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)).sum().float()
         below = self.state.root_pos_w[:, 2] < self.task_cfg.eval_success_height
         log["Metrics/below_eval_success_height"] = below.float().mean()
+        if self.task_cfg.reward_ramps:  # the ramped weights now, as Python numbers
+            weights = self.task_cfg.reward_weights(self.common_step_counter)
+            log.update({f"Curriculum/{r.term}": weights[r.term] for r in self.task_cfg.reward_ramps})
         return log
 
     def _last_episode_log(self) -> dict[str, torch.Tensor]:
@@ -476,6 +483,7 @@ class G1WalkTask:
             "terminal_task": {k: v.clone() for k, v in self.terminal_task.items()},
             "generator": self.generator.get_state(),
             "held_command": None if self.held_command is None else self.held_command.clone(),
+            "common_step_counter": self.common_step_counter,
         }
 
     def _load_task_state_dict(self, state: dict[str, Any]) -> None:
@@ -491,6 +499,7 @@ class G1WalkTask:
         self.generator.set_state(state["generator"].cpu())  # a map_location may have moved it
         held = state.get("held_command")
         self.held_command = None if held is None else held.clone().to(self.device)
+        self.common_step_counter = int(state.get("common_step_counter", 0))  # older files: 0
         self.state = self._read_robot_state()
 
     # -- symmetry --------------------------------------------------------------------------------

@@ -1,0 +1,105 @@
+"""Reward ramps (a curriculum of reward weights): the weight schedule, the rewards the G1 task pays
+under it, its log, resume, validation, overrides and stored configs.
+
+The reward is linear in each weight and the weights do not touch the physics, so three envs with
+the same seed and actions, one at the start weight, one at the end weight and one ramping, must pay
+``r_ramp = r_start + alpha * (r_end - r_start)`` at every step, with ``alpha`` worked out by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from ppo_bootstrap.overrides import OverrideError, apply_overrides
+
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, RewardRamp, RewardWeights, stored_config
+
+START, END = -0.01, -0.5
+RAMP = RewardRamp("action_rate", END, start_step=3, end_step=7)
+# alpha after env step c = 1..10: the start weight up to step 3, a quarter more each step, then the end
+ALPHA = [0.0, 0.0, 0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_weight_schedule_by_hand() -> None:
+    assert [RAMP.weight_at(START, c) for c in (0, 3, 4, 5, 6, 7, 100)] == pytest.approx(
+        [-0.01, -0.01, -0.1325, -0.255, -0.3775, -0.5, -0.5]
+    )
+    switch = RewardRamp("ang_vel_xy", -0.2, start_step=10, end_step=10)  # Isaac Lab's modify_reward_weight
+    assert (switch.weight_at(-0.05, 10), switch.weight_at(-0.05, 11)) == (-0.05, -0.2)
+    cfg = G1WalkConfig(reward_ramps=(RAMP,))
+    weights = cfg.reward_weights(5)
+    assert weights["action_rate"] == pytest.approx(-0.255)
+    assert {k: v for k, v in weights.items() if k != "action_rate"} == {
+        k: v for k, v in dataclasses.asdict(RewardWeights()).items() if k != "action_rate"
+    }
+
+
+def _env(ramps: tuple = (), action_rate: float = START) -> G1WalkEnv:
+    cfg = G1WalkConfig(num_envs=4, seed=3, physics_threads=1, reward_ramps=ramps)
+    cfg.rewards = dataclasses.replace(cfg.rewards, action_rate=action_rate)
+    env = G1WalkEnv(cfg)
+    env.reset(seed=3)
+    return env
+
+
+def test_the_ramped_reward_is_the_mix_of_the_two_fixed_weights() -> None:
+    envs = {"start": _env(), "end": _env(action_rate=END), "ramp": _env((RAMP,))}
+    gen = torch.Generator().manual_seed(0)
+    spread = 0.0
+    for c, alpha in enumerate(ALPHA, start=1):
+        actions = torch.randn(4, envs["ramp"].num_actions, generator=gen)
+        res = {name: env.step(actions) for name, env in envs.items()}
+        assert torch.equal(res["start"].obs["policy"], res["ramp"].obs["policy"])  # weights do not move robots
+        r0, r1 = res["start"].reward.double(), res["end"].reward.double()
+        expected = r0 + alpha * (r1 - r0)
+        assert torch.allclose(res["ramp"].reward.double(), expected, rtol=1e-6, atol=1e-7), c
+        assert res["ramp"].info["log"]["Curriculum/action_rate"] == pytest.approx(START + alpha * (END - START))
+        assert "Curriculum/action_rate" not in res["start"].info["log"]
+        spread = max(spread, float((r1 - r0).abs().max()))
+    assert spread > 1e-3  # the action-rate term paid something, so the check above had teeth
+
+
+def test_a_resumed_env_continues_the_ramp() -> None:
+    env = _env((RAMP,))
+    for _ in range(4):
+        env.step(torch.zeros(4, env.num_actions))
+    state = env.state_dict()
+    other = _env((RAMP,))
+    assert other.common_step_counter == 0
+    other.load_state_dict(state)
+    assert other.common_step_counter == 4
+    res = other.step(torch.zeros(4, other.num_actions))
+    assert res.info["log"]["Curriculum/action_rate"] == pytest.approx(START + ALPHA[4] * (END - START))
+
+
+@pytest.mark.parametrize(
+    "ramp, message",
+    [
+        (RewardRamp("action_rates", -0.1, 0, 10), "no reward term 'action_rates'"),
+        (RewardRamp("action_rate", -0.1, 10, 5), "0 <= start_step <= end_step"),
+        (RewardRamp("action_rate", float("nan"), 0, 5), "finite"),
+    ],
+)
+def test_bad_ramps_are_refused_by_name(ramp, message) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        G1WalkConfig(reward_ramps=(ramp,))
+    assert str(err.value).startswith("reward_ramps:")
+
+
+def test_one_ramp_per_term() -> None:
+    with pytest.raises(ValueError, match="'action_rate' has more than one ramp"):
+        G1WalkConfig(reward_ramps=(RAMP, RewardRamp("action_rate", -1.0, 8, 9)))
+
+
+def test_from_the_command_line_and_back_from_a_checkpoint() -> None:
+    text = "env.reward_ramps=[{term: action_rate, weight: -0.15, start_step: 2400, end_step: 7200}]"
+    cfg = apply_overrides({"env": G1WalkConfig()}, [text])["env"]
+    assert cfg.reward_ramps == (RewardRamp("action_rate", -0.15, 2400, 7200),)
+    # a checkpoint records dataclasses.asdict of the config: the ramps come back as they were
+    assert stored_config(dataclasses.asdict(cfg)).reward_ramps == cfg.reward_ramps
+    with pytest.raises(OverrideError, match="override env.reward_ramps=.*no reward term 'smoothness'"):
+        apply_overrides({"env": G1WalkConfig()}, ["env.reward_ramps=[{term: smoothness, weight: 1, start_step: 0, end_step: 1}]"])
