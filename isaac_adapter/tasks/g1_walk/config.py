@@ -156,7 +156,7 @@ class G1WalkConfig:
     # Reward weights that move during training, one RewardRamp per term (e.g. action_rate from the
     # recipe's -0.01 to -0.15 once the robots walk: the smoothness the walking gate asks for, added
     # after the gait is learnt, as the fine-tune of the gate-passing checkpoint did by hand).
-    # From the command line: env.reward_ramps='[{term: action_rate, weight: -0.15, start_step: 2400, end_step: 7200}]'.
+    # From the command line: env.reward_ramps='[{term: action_rate, weight: -0.15, start_step: 3600, end_step: 7200}]'.
     reward_ramps: tuple[RewardRamp, ...] = ()
 
     # Optional gait clock: a phase that restarts with every episode and runs one cycle per
