@@ -320,7 +320,7 @@ class PPO:
             if cfg.symmetry_augmentation:
                 mean, mirrored_mean = mean[:n], mean[n:]
             else:
-                mirrored_mean = self.policy.act_inference(self._mirror_inputs(obs)[0])[0]
+                mirrored_mean = self.policy.act_inference(sym.mirror_group(POLICY, obs[POLICY]))[0]
             # The gradient flows through mu(M o) only: the mean at the visited state o is what the
             # advantages shaped, so the mirror loss carries it over to the mirror image instead of
             # also pulling the data-backed action towards the (unvisited) mirrored one.
