@@ -90,6 +90,17 @@ def test_bad_ramps_are_refused_by_name(ramp, message) -> None:
     assert str(err.value).startswith("reward_ramps:")
 
 
+@pytest.mark.parametrize(
+    "item",
+    [1, {"term": "action_rate", "weight": -1, "start_step": 5},
+     {"term": "action_rate", "weight": "x", "start_step": 0, "end_step": 1}],
+)
+def test_malformed_ramps_are_refused_in_one_line(item) -> None:
+    with pytest.raises(ValueError, match=r"^reward_ramps: ") as err:
+        G1WalkConfig(reward_ramps=(item,))
+    assert "\n" not in str(err.value)
+
+
 def test_one_ramp_per_term() -> None:
     with pytest.raises(ValueError, match="'action_rate' has more than one ramp"):
         G1WalkConfig(reward_ramps=(RAMP, RewardRamp("action_rate", -1.0, 8, 9)))

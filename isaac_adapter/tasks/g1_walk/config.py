@@ -75,6 +75,19 @@ class RewardRamp:
         return base + (self.weight - base) * (step - self.start_step) / (self.end_step - self.start_step)
 
 
+def _as_ramp(item: object) -> RewardRamp:
+    """``item`` as a :class:`RewardRamp`: one already, or a mapping of its four fields."""
+    if isinstance(item, RewardRamp):
+        return item
+    fields_ = ("term", "weight", "start_step", "end_step")
+    if not (isinstance(item, dict) and set(item) == set(fields_)):
+        raise ValueError(f"reward_ramps: each ramp is {{term, weight, start_step, end_step}}, got {item!r}")
+    numbers = [item[k] for k in fields_[1:]]
+    if not isinstance(item["term"], str) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in numbers):
+        raise ValueError(f"reward_ramps: term is a reward term's name, weight, start_step and end_step numbers; got {item!r}")
+    return RewardRamp(**item)
+
+
 @dataclass
 class G1WalkConfig:
     """Everything that defines the task. Seconds in, policy steps derived (see the module docstring)."""
@@ -170,7 +183,7 @@ class G1WalkConfig:
 
     def __post_init__(self) -> None:
         # dicts from a YAML override or a stored config
-        self.reward_ramps = tuple(RewardRamp(**r) if isinstance(r, dict) else r for r in self.reward_ramps)
+        self.reward_ramps = tuple(_as_ramp(r) for r in self.reward_ramps)
         self.validate()
 
     @property
