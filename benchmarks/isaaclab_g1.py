@@ -380,17 +380,20 @@ def print_tables(out: Path) -> None:
                   f"{median(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
                   f"{last_mean(rows, 'length'):.0f} |")
         for row in res.get("judged", []):
-            print(f"Runner's policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}, "
-                  f"air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
+            times = [fall["time_s"] for fall in row["falls"]]
+            when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
+            print(f"Runner's policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}"
+                  f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
                   f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
                   f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
-        print("\ncurve (every 10th iteration): it, return / length per trainer")
+        print("\ncurve (every 10th iteration): it, return / length per trainer (episodes ended, of them timeouts)")
         names = list(res["trainers"])
         for i in range(9, max(len(t["rows"]) for t in res["trainers"].values()), 10):
             cells = []
             for name in names:
                 rows = res["trainers"][name]["rows"]
-                cells.append(f"{rows[i]['return']:7.2f} / {rows[i]['length']:5.0f}" if i < len(rows) else "")
+                ends = f" ({rows[i]['ended']}, {rows[i]['timeouts']})" if i < len(rows) and "timeouts" in rows[i] else ""
+                cells.append(f"{rows[i]['return']:7.2f} / {rows[i]['length']:5.0f}{ends}" if i < len(rows) else "")
             print(f"{i + 1:>5}  " + "  ".join(f"{name}: {c}" for name, c in zip(names, cells)))
     direct = out / "direct.json"
     if direct.exists():
