@@ -1,9 +1,10 @@
 """Time to walk: how long fresh G1 training runs take until a checkpoint passes the gate.
 
-    python benchmarks/time_to_walk.py --seeds 0 1 2 --num-envs 16384 --budget-s 600 --save-interval 10 --out runs/ttw
+    python benchmarks/time_to_walk.py --seeds 0 1 2 --save-interval 20 --out runs/ttw -- --task G1-Walk-Clock-Ramp-v0 --symmetry both
     python benchmarks/time_to_walk.py --seeds 0 1 2 --nproc 2 --out runs/ttw2      # torchrun, envs per GPU
     python benchmarks/time_to_walk.py --seeds 0 --modes exact -- --num-steps-per-env 32   # after --: g1_walk.py flags
     python benchmarks/time_to_walk.py --table runs/ttw                              # re-print the table, run nothing
+    python benchmarks/time_to_walk.py --table runs/ttw_s0 runs/ttw_s1               # one table of both, medians over both
     python benchmarks/time_to_walk.py --judge-only runs/ttw/exact_s0                # judge a run folder's checkpoints
 
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
@@ -246,6 +247,19 @@ def format_line(line: dict[str, Any]) -> str:
     return f"{line['name']} {line['value']:.3g} ({line['op']} {line['threshold']:g})"
 
 
+def last_failures(judged: list[dict[str, Any]]) -> dict[str, int | None]:
+    """Per gate line, the last judged iteration at which it failed (None: never): the line failed last
+    is the one that held the run back (a standing policy passes the smoothness lines early, so the
+    first pass says little)."""
+    out: dict[str, int | None] = {}
+    for row in sorted((r for r in judged if r.get("lines")), key=lambda r: r["iteration"]):
+        for ln in row["lines"]:
+            out.setdefault(ln["name"], None)
+            if not ln.get("passed"):
+                out[ln["name"]] = row["iteration"]
+    return out
+
+
 def format_results(records: list[dict[str, Any]]) -> str:
     """The per-run table, a note per run that did not reach the gate, and a median line per mode."""
     out = [format_table(HEADERS, table_rows(records), left=2)]
@@ -254,6 +268,10 @@ def format_results(records: list[dict[str, Any]]) -> str:
         if errors:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
+        lasts = last_failures(r["judged"])
+        if lasts:
+            out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(
+                f"{name} {'never' if it is None else it}" for name, it in lasts.items()))
         if r["reached"]:
             continue
         near = r.get("closest")
@@ -663,7 +681,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                    help="a training variant: g1_walk.py flags and overrides added for its runs (repeatable; "
                    "every variant runs every mode and seed), e.g. smooth='--task G1-Walk-Smooth-v0 --symmetry both'")
-    p.add_argument("--num-envs", type=int, default=16384, help="envs per process")
+    p.add_argument("--num-envs", type=int, default=4096,
+                   help="envs per process (4096: what the recipe that passed the gate trained with)")
     p.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per run, through torchrun when > 1")
     p.add_argument("--budget-s", type=float, default=600.0, help="wall-clock budget of each run from its launch")
     p.add_argument("--save-interval", type=int, default=10, help="checkpoint every this many iterations")
@@ -683,8 +702,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--gate-starts", type=int, default=GateConfig.starts, help="the gate's noisy starts per command")
     p.add_argument("--gate-horizon-s", type=float, default=GateConfig.horizon_s)
     p.add_argument("--gate-seed", type=int, default=GateConfig.seed)
-    p.add_argument("--table", metavar="PATH", default=None,
-                   help=f"re-print the table of OUT or OUT/{RESULTS}; runs nothing")
+    p.add_argument("--table", metavar="PATH", nargs="+", default=None,
+                   help=f"re-print the table of OUT or OUT/{RESULTS}; several: one table of all their runs, "
+                   "medians over all of them; runs nothing")
     p.add_argument("--judge-only", metavar="RUN_DIR", nargs="+", default=None,
                    help="judge the checkpoints of existing run folders (no training)")
     a = p.parse_args(own)
@@ -700,8 +720,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     a, extra = parse_args(argv)
     if a.table:
-        results = load_results(a.table)
-    elif a.judge_only:
+        # runs of several invocations (one seed each, say) in one table, medians over all of them
+        loaded = [load_results(path) for path in a.table]
+        for results in loaded:
+            print(describe(results))
+        print(format_results([run for results in loaded for run in results["runs"]]))
+        return 0
+    if a.judge_only:
         results = judge_only(a.judge_only, a, argv)
     else:
         results = run_benchmark(a, extra, argv)

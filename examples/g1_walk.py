@@ -13,7 +13,8 @@
     tensorboard --logdir logs
 
 Tasks (``--task``, see ``isaac_adapter.tasks.registry``): G1-Walk-Clock-v0 (default; the recipe that
-walks), G1-Walk-v0, Isaac-Velocity-Flat-G1, Isaac-Velocity-Rough-G1, Mjlab-Velocity-Flat-Unitree-G1.
+walks), G1-Walk-Clock-Ramp-v0 (the same, smoothness penalties ramped in: passes the gate),
+G1-Walk-v0, Isaac-Velocity-Flat-G1, Isaac-Velocity-Rough-G1, Mjlab-Velocity-Flat-Unitree-G1.
 A run writes ``logs/<experiment>/<date>_<run>/``: params/env.yaml, params/agent.yaml, git state,
 model_<it>.pt, metrics.jsonl, TensorBoard events and exported/policy.onnx + policy.pt. Usage errors
 are one line; ``--debug`` shows tracebacks.

@@ -120,20 +120,25 @@ def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_
     assert judged.gait_period_s == 0.8 and judged.lin_vel_y_range == (-0.45, 0.45) and judged.num_envs == 14
 
 
+@pytest.mark.parametrize("name, action_change, roll_pitch", [
+    ("g1_clock_smooth_it2350.pt", 0.207, 0.169),  # the fine-tune of g1_clock_it1296.pt
+    ("g1_ttw_clock_ramp_s0_it640.pt", 0.208, 0.148),  # trained from scratch, the fastest to the gate
+])
 @torch.no_grad()
-def test_the_shipped_smooth_checkpoint_passes_the_gate() -> None:
-    """docs/checkpoints/g1_clock_smooth_it2350.pt: the whole gate, as g1_gate.py runs it (seed 0), with
-    the values measured when it was shipped; the shipped g1_clock_it1296.pt fails it (two smoothness lines)."""
+def test_the_shipped_gate_checkpoints_pass_the_gate(name: str, action_change: float, roll_pitch: float) -> None:
+    """The whole gate, as g1_gate.py runs it (seed 0), with the values measured when each file was
+    shipped (the time-to-walk one: by the GPU run's judges and again here); the shipped
+    g1_clock_it1296.pt fails it (two smoothness lines)."""
     from isaac_adapter.evaluation.gate import gate_checkpoint
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as g1_gate.py: the small policy runs fastest on one thread beside MuJoCo's
     try:
-        result = gate_checkpoint(os.path.join(ROOT, "docs", "checkpoints", "g1_clock_smooth_it2350.pt"))
+        result = gate_checkpoint(os.path.join(ROOT, "docs", "checkpoints", name))
     finally:
         torch.set_num_threads(threads)
     values = {line.name: line.value for line in result.lines}
     assert result.passed, result.format()
     assert values["falls (battery, all starts)"] <= 1
-    assert values["leg action change RMS (units)"] == pytest.approx(0.207, abs=2e-3)
-    assert values["roll/pitch rate RMS (rad/s)"] == pytest.approx(0.169, abs=2e-3)
+    assert values["leg action change RMS (units)"] == pytest.approx(action_change, abs=2e-3)
+    assert values["roll/pitch rate RMS (rad/s)"] == pytest.approx(roll_pitch, abs=2e-3)

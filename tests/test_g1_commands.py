@@ -17,6 +17,7 @@ from isaac_adapter.tasks.g1_walk.config import (
     PRESETS,
     G1WalkConfig,
     RewardWeights,
+    clock_ramp_config,
     gait_clock_config,
     smooth_gait_config,
     stored_config,
@@ -93,7 +94,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 
 def test_presets_and_the_smooth_gait_weights() -> None:
-    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait"}
+    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -114,9 +115,31 @@ def test_registry_ids_and_presets() -> None:
     spec = registry.get_task("G1-Walk-Smooth-v0")
     assert spec.is_g1_walk and spec.gait_clock and spec.config_preset == "smooth_gait"
     assert registry.get_task("G1-Walk-Clock-v0").config_preset == "gait_clock"
+    assert registry.get_task("G1-Walk-Clock-Ramp-v0").config_preset == "clock_ramp"
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
     assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
+
+
+def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_with() -> None:
+    """G1-Walk-Clock-Ramp-v0 is the clock task plus the two smoothness ramps, exactly the task that
+    docs/checkpoints/g1_ttw_clock_ramp_s0_it640.pt recorded (trained as G1-Walk-Clock-v0 with the
+    ramps given on the command line)."""
+    ramped = clock_ramp_config(num_envs=4096, device="cuda")
+    clock = gait_clock_config(num_envs=4096, device="cuda")
+    assert dataclasses.replace(ramped, reward_ramps=()) == clock
+    # iterations 500-800 of 24 env steps (the warm-up rollout counted): -0.01 -> -0.15, -0.05 -> -0.2
+    assert [(r.term, r.weight, r.start_step, r.end_step) for r in ramped.reward_ramps] == [
+        ("action_rate", -0.15, 24 * 500, 24 * 800), ("ang_vel_xy", -0.2, 24 * 500, 24 * 800)]
+    halfway = ramped.reward_weights(24 * 650)
+    assert halfway["action_rate"] == pytest.approx(-0.08) and halfway["ang_vel_xy"] == pytest.approx(-0.125)
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_clock_ramp_s0_it640.pt",
+                      map_location="cpu", weights_only=False)
+    recorded = ckpt["task"]["env"]
+    assert ckpt["task"]["id"] == "G1-Walk-Clock-v0"
+    assert {k: v for k, v in dataclasses.asdict(ramped).items() if k != "seed"} == \
+        {k: v for k, v in recorded.items() if k != "seed"}
+    assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
 def test_stored_config_keeps_what_the_checkpoint_recorded() -> None:

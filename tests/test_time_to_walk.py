@@ -100,6 +100,18 @@ def test_summarize_run_reached() -> None:
     assert r["iterations"] == 6 and r["closest"] is None
 
 
+def test_last_failures_say_which_line_held_the_run_back() -> None:
+    rows = [judged(30, False, [line("falls", 0, 1), line("smooth", 0.3, 0.2)]),
+            judged(10, False, [line("falls", 3, 1), line("smooth", 0.1, 0.2)]),  # out of order on purpose
+            judged(20, False, [line("falls", 2, 1), line("smooth", 0.5, 0.2)]),
+            judged(40, True, [line("falls", 0, 1), line("smooth", 0.2, 0.2)]),
+            {"iteration": 50, "passed": False, "failed": [], "lines": [], "error": "damaged"}]
+    assert ttw.last_failures(rows) == {"falls": 20, "smooth": 30}
+    assert ttw.last_failures([judged(5, True, [line("falls", 0, 1)])]) == {"falls": None}
+    text = ttw.format_results([dict(record("exact", 0, True, 1.0, 2.0, 10), judged=rows)])
+    assert "exact seed 0: last judged iteration each gate line failed: falls 20; smooth 30" in text
+
+
 def test_summarize_run_not_reached_keeps_the_closest() -> None:
     rows = [judged(2, False, [line("a", 0.5, 0.2), line("b", 0.5, 0.2)], written_s=1.0, samples=2),
             judged(4, False, [line("a", 0.3, 0.2), line("b", 0.1, 0.2)], written_s=2.0, samples=4)]
@@ -295,3 +307,12 @@ def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
     again = run_script("--table", str(out_dir), timeout=60)
     assert again.returncode == 0 and "exact: reached 0/1" in again.stdout
     assert ttw.format_results(results["runs"]) in again.stdout
+
+    # two result files (say, one seed each) print as one table with medians over both
+    other = tmp_path / "other.json"
+    twin = dict(results["runs"][0], seed=7)
+    other.write_text(json.dumps({**results, "runs": [twin]}))
+    both = run_script("--table", str(out_dir), str(other), timeout=60)
+    assert both.returncode == 0 and "exact: reached 0/2" in both.stdout
+    assert both.stdout.count("command: python benchmarks/time_to_walk.py --device cpu") == 2
+    assert ttw.format_results([*results["runs"], twin]) in both.stdout

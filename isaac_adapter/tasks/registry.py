@@ -7,8 +7,12 @@ id                                 what                                         
                                    (the recipe that walks; ``docs/checkpoints``)
 ``G1-Walk-v0``                     the same task without the clock (Isaac Lab's        mujoco, warp, isaaclab
                                    air-time recipe: learns to stand, not to step)
+``G1-Walk-Clock-Ramp-v0``          the clock task, smoothness penalties ramped in      mujoco, warp, isaaclab
+                                   after the gait is learnt (passes the walking gate;
+                                   ``config.clock_ramp_config``)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
-                                   (``config.smooth_gait_config``; to be measured)
+                                   from the start (``config.smooth_gait_config``; in
+                                   the runs measured, learnt to stand, not to walk)
 ``Isaac-Velocity-Flat-G1``         Isaac Lab's own task on the local 29-joint G1       isaaclab
 ``Isaac-Velocity-Rough-G1``        the same on generated rough terrain                 isaaclab
 ``Mjlab-Velocity-Flat-Unitree-G1`` mjlab's G1 velocity task                            mjlab
@@ -70,6 +74,8 @@ TASKS: dict[str, TaskSpec] = {
     for spec in (
         TaskSpec("G1-Walk-Clock-v0", "G1 velocity walking with a 0.8 s gait clock (walks)", ("mujoco", "warp", "isaaclab"), True),
         TaskSpec("G1-Walk-v0", "G1 velocity walking, Isaac Lab's air-time recipe, no clock", ("mujoco", "warp", "isaaclab"), False),
+        TaskSpec("G1-Walk-Clock-Ramp-v0", "G1 velocity walking with the gait clock, smoothness penalties ramped in "
+                 "after the gait (passes the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_ramp"),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),
