@@ -18,6 +18,7 @@ bit-identical.
     python benchmarks/env_gpu.py --num-envs 4096 --steps 500
     python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
     python benchmarks/env_gpu.py --num-envs 16384 --njmax 0 128                 # constraint rows per world
+    python benchmarks/env_gpu.py --num-envs 4096 16384 --breakdown             # policy / physics / task ms per step
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
 each does to the dynamics and to the gate); one row per setting, ``--njmax`` and size. ``--njmax``
@@ -73,8 +74,44 @@ def reset_is_selective(env: G1WalkEnv) -> bool:
     return same and reset_ok
 
 
+def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -> dict:
+    """Milliseconds per policy step in each phase, the device synchronized around each: the actor
+    and critic (``policy_ms``), the backend's physics step (``physics_ms``) and the rest of the env
+    step, task terms, observations and resets (``task_ms``). Synchronizing takes the overlap of host
+    and device away, so the sum exceeds the pipelined step; it says which phase to make cheaper."""
+    dev, backend = env.device, env.backend
+    spent = {"policy": 0.0, "physics": 0.0, "env": 0.0}
+    physics_step = backend.step
+
+    def timed_physics(targets: torch.Tensor) -> None:
+        sync(dev)
+        t = time.perf_counter()
+        physics_step(targets)
+        sync(dev)
+        spent["physics"] += time.perf_counter() - t
+
+    backend.step = timed_physics  # the env calls its backend's step: time it there
+    try:
+        for _ in range(steps):
+            sync(dev)
+            t = time.perf_counter()
+            dist, _ = policy.act(obs["policy"], None)
+            policy.value(critic_obs(obs), None)
+            actions = dist.sample()
+            sync(dev)
+            spent["policy"] += time.perf_counter() - t
+            t = time.perf_counter()
+            obs = env.step(actions).obs
+            sync(dev)
+            spent["env"] += time.perf_counter() - t
+    finally:
+        del backend.step  # back to the class's method
+    ms = {k: v / steps * 1e3 for k, v in spent.items()}
+    return {"policy_ms": ms["policy"], "physics_ms": ms["physics"], "task_ms": ms["env"] - ms["physics"]}
+
+
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
-            physics: Setting, njmax: int = 0) -> dict:
+            physics: Setting, njmax: int = 0, breakdown: bool = False) -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None)
@@ -106,6 +143,8 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
             total_s = time.perf_counter() - start
             backend.check_health()
             health = backend.health_summary()
+            if breakdown:
+                row.update(step_breakdown(env, policy, obs, steps))
 
             targets = env.nominal_joint_pos.expand(num_envs, -1).contiguous()
             sync(dev)
@@ -150,6 +189,8 @@ def main() -> None:
                         help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,it=][,ls=])")
     parser.add_argument("--njmax", type=int, nargs="+", default=[0],
                         help="constraint rows per world (0: the backend's bound); one row per value")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the policy, physics and task phases of a step, each synchronized")
     args = parser.parse_args()
     if any(n < 0 for n in args.njmax):
         parser.error(f"--njmax must be >= 0 (0: the backend's bound), got {args.njmax}")
@@ -174,7 +215,7 @@ def main() -> None:
         for njmax in args.njmax:
             for n in args.num_envs:
                 rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every,
-                                    setting, njmax))
+                                    setting, njmax, args.breakdown))
                 print(rows[-1], flush=True)
 
     print()
@@ -194,6 +235,16 @@ def main() -> None:
             f"{r['iter_cap']:>8.1%}  {r['peak_nefc']:>7}/{r['njmax']:<7}  {r['peak_nacon']:>9}/{r['naconmax']:<9}  "
             f"{r.get('gpu_mem_gib', 0):>9.2f}  {str(r['selective_reset']):>8}  {r['health']}"
         )
+    timed = [r for r in rows if "policy_ms" in r]
+    if timed:
+        print("\nwhere a step's time goes, ms per policy step, the device synchronized around each phase:")
+        header = f"{'physics setting':<42}  {'num envs':>8}  {'policy':>7}  {'physics':>7}  {'task':>7}  {'sum':>7}"
+        print(header)
+        print("-" * len(header))
+        for r in timed:
+            total = r["policy_ms"] + r["physics_ms"] + r["task_ms"]
+            print(f"{r['setting']:<42}  {r['num_envs']:>8}  {r['policy_ms']:>7.2f}  {r['physics_ms']:>7.2f}  "
+                  f"{r['task_ms']:>7.2f}  {total:>7.2f}")
 
 
 if __name__ == "__main__":
