@@ -145,8 +145,12 @@ class G1WalkTask:
         self.single_support_time = torch.zeros(n, device=dev)
         self.first_raw_step = torch.full((n, 3), NEVER, **long)
         self.first_active_step = torch.full((n, 3), NEVER, **long)
+        # Per-episode reward sums, one column per RewardWeights field; ``episode_sums[name]`` is a view
+        # of its column, so a step updates all of them in one op (one kernel on a GPU, not one per term).
+        self._reward_names = tuple(f.name for f in fields(cfg.rewards))
+        self._reward_sums = torch.zeros(n, len(self._reward_names), device=dev)
         self.episode_sums: dict[str, torch.Tensor] = {
-            name.name: torch.zeros(n, device=dev) for name in fields(cfg.rewards)
+            name: self._reward_sums[:, i] for i, name in enumerate(self._reward_names)
         }
         # cause of this step's episode end (0 = still running), [N]
         self.termination_cause = torch.zeros(n, **long)
@@ -158,7 +162,9 @@ class G1WalkTask:
         self.episodes_finished = torch.zeros(n, **long)
         stat_names = ["Episode/length_s", "Episode/double_support_ratio", "Episode/single_support_ratio",
                       "Episode/step_frequency_hz"] + [f"Episode_Reward/{name}" for name in self.episode_sums]
-        self.last_episode_stats = {name: torch.zeros(n, device=dev) for name in stat_names}
+        # the same layout: one matrix [N, 4 + terms], a dict of column views
+        self._episode_stats = torch.zeros(n, len(stat_names), device=dev)
+        self.last_episode_stats = {name: self._episode_stats[:, i] for i, name in enumerate(stat_names)}
         self.terminal_state = self._read_robot_state()  # overwritten row by row when envs end
         self.terminal_task = {
             "command": self.command.clone(),
@@ -212,11 +218,12 @@ class G1WalkTask:
         :attr:`common_step_counter` (plain Python numbers: no upload, no host sync)."""
         cfg = self.task_cfg
         weights, dt = cfg.reward_weights(self.common_step_counter), cfg.policy_dt
-        reward = torch.zeros(self.num_envs, device=self.device)
-        for name, value in self._reward_terms().items():
-            term = weights[name] * value * dt
-            self.episode_sums[name] += term
-            reward += term
+        parts = self._reward_terms()
+        # the terms are the leading fields of RewardWeights, in order (the clock's two come last)
+        assert tuple(parts) == self._reward_names[:len(parts)], "reward terms out of RewardWeights' order"
+        scaled = torch.stack([(weights[name] * dt) * value for name, value in parts.items()], dim=-1)
+        self._reward_sums[:, :len(parts)] += scaled
+        reward = scaled.sum(-1)
         # the action-rate and joint-acceleration terms were the last readers of the previous step
         self.last_action = self.actions
         self.prev_joint_vel = self.state.joint_vel
@@ -248,7 +255,7 @@ class G1WalkTask:
         # to the device first, a host synchronisation per buffer on a GPU
         for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
                        self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
-                       *self.episode_sums.values()):
+                       self._reward_sums):
             buffer.index_fill_(0, env_ids, 0)
         self.first_raw_step.index_fill_(0, env_ids, NEVER)
         self.first_active_step.index_fill_(0, env_ids, NEVER)
@@ -358,13 +365,12 @@ class G1WalkTask:
         self.episodes_finished[env_ids] += 1
 
         seconds = self.episode_length_buf[env_ids].float() * self.task_cfg.policy_dt
-        stats = self.last_episode_stats
-        stats["Episode/length_s"][env_ids] = seconds
-        stats["Episode/double_support_ratio"][env_ids] = self.double_support_time[env_ids] / seconds
-        stats["Episode/single_support_ratio"][env_ids] = self.single_support_time[env_ids] / seconds
-        stats["Episode/step_frequency_hz"][env_ids] = self.touchdown_count[env_ids].sum(-1) / seconds
-        for name, total in self.episode_sums.items():
-            stats[f"Episode_Reward/{name}"][env_ids] = total[env_ids] / seconds
+        # the columns of last_episode_stats: length, then per-second rates (support times, touchdowns,
+        # reward sums), all rows of env_ids in one write
+        totals = torch.cat((torch.stack((self.double_support_time[env_ids], self.single_support_time[env_ids],
+                                         self.touchdown_count[env_ids].sum(-1).float()), dim=-1),
+                            self._reward_sums[env_ids]), dim=-1)
+        self._episode_stats[env_ids] = torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1)
 
     def terminal_observations(self, env_ids: torch.Tensor) -> ObsGroups:
         """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode)."""
@@ -409,7 +415,8 @@ class G1WalkTask:
         so each key is present at every step and averaging over steps stays a plain mean."""
         finished = (self.episodes_finished > 0).float()
         count = finished.sum().clamp_min(1.0)
-        return {key: (value * finished).sum() / count for key, value in self.last_episode_stats.items()}
+        means = (self._episode_stats * finished.unsqueeze(-1)).sum(0) / count  # every key in 3 ops
+        return dict(zip(self.last_episode_stats, means.unbind(0)))
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -490,10 +497,13 @@ class G1WalkTask:
         """Restore :meth:`_task_state_dict`; the simulator's rows must be loaded first (:attr:`state` is read again)."""
         for name, value in state["buffers"].items():
             setattr(self, name, value.clone().to(self.device))
-        for name, value in state["episode_sums"].items():
-            self.episode_sums[name] = value.clone().to(self.device)
-        for name, value in state["last_episode_stats"].items():
-            self.last_episode_stats[name] = value.clone().to(self.device)
+        # into the columns (the dicts hold views of one matrix each); a term this version no longer
+        # has is dropped, one it added since keeps zeros
+        for saved, columns in ((state["episode_sums"], self.episode_sums),
+                               (state["last_episode_stats"], self.last_episode_stats)):
+            for name, value in saved.items():
+                if name in columns:
+                    columns[name].copy_(value)
         self.terminal_state = PhysicsState(**{k: v.clone().to(self.device) for k, v in state["terminal_state"].items()})
         self.terminal_task = {k: v.clone().to(self.device) for k, v in state["terminal_task"].items()}
         self.generator.set_state(state["generator"].cpu())  # a map_location may have moved it
