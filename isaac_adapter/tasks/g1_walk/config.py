@@ -339,9 +339,9 @@ def clock_ramp_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     the gait is learnt (:data:`CLOCK_SMOOTHNESS_RAMPS`): the from-scratch recipe that passes the
     walking gate (BENCHMARKS.md, "Time to walk").
 
-    The clock task walks by about iteration 500 at 4,096 envs; the penalties then rise to the
-    weights of the fine-tune that first passed the gate. ``reward_ramps`` in ``overrides`` replaces
-    the ramps.
+    At 4,096 envs the clock task tracks the gate's whole command battery from about iteration 240
+    and passed gait acceptance at 500; from 500 the penalties rise to the weights of the fine-tune
+    that first passed the gate. ``reward_ramps`` in ``overrides`` replaces the ramps.
     """
     overrides.setdefault("reward_ramps", CLOCK_SMOOTHNESS_RAMPS)
     return gait_clock_config(period_s, **overrides)
