@@ -71,8 +71,9 @@ CHECKPOINT = re.compile(r"^model_(\d+)\.pt$")
 # -- bookkeeping: pure functions -----------------------------------------------------------------
 
 
-def steady_steps_per_s(rows: list[dict[str, Any]], warmup: int) -> float | None:
-    """Median ``perf/steps_per_s`` of the metrics ``rows`` (one per iteration) after the first ``warmup``.
+def steady_median(rows: list[dict[str, Any]], warmup: int, key: str = "perf/steps_per_s") -> float | None:
+    """Median ``key`` (``perf/steps_per_s`` by default) of the metrics ``rows`` (one per iteration)
+    after the first ``warmup``.
 
     The first iterations are skipped because they are not steady: Warp compiles its kernels and
     captures its CUDA graphs when the env is built (before iteration 1 is timed), but what runs for
@@ -80,7 +81,7 @@ def steady_steps_per_s(rows: list[dict[str, Any]], warmup: int) -> float | None:
     cuBLAS set-up, the caching allocator growing to its working size). None when no row is left.
     """
     ordered = sorted(rows, key=lambda r: r["iteration"])[warmup:]
-    values = [float(r["perf/steps_per_s"]) for r in ordered if "perf/steps_per_s" in r]
+    values = [float(r[key]) for r in ordered if key in r]
     return statistics.median(values) if values else None
 
 
@@ -161,8 +162,11 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
     judged = sorted(judged, key=lambda r: r["iteration"])
     metrics = sorted(metrics, key=lambda r: r["iteration"])
     launch = meta.get("launch_time")
-    sps = steady_steps_per_s(metrics, warmup)
+    sps = steady_median(metrics, warmup)
     record = {**meta, "warmup_iterations": warmup, "steady_steps_per_s": sps,
+              # where an iteration's time goes: the rollout and the update (seconds, steady medians)
+              "collection_s": steady_median(metrics, warmup, "perf/collection_s"),
+              "learning_s": steady_median(metrics, warmup, "perf/learning_s"),
               "iterations": metrics[-1]["iteration"] if metrics else 0,
               "first_iteration_s": (metrics[0]["time"] - launch) if metrics and launch is not None else None,
               "judged": judged}
@@ -268,6 +272,9 @@ def format_results(records: list[dict[str, Any]]) -> str:
         if errors:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
+        if r.get("collection_s") is not None and r.get("learning_s") is not None:
+            out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
+                       f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s")
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(

@@ -39,13 +39,13 @@ def judged(iteration: int, passed: bool, lines: list[dict] | None = None, **extr
 # -- pure bookkeeping ----------------------------------------------------------------------------
 
 
-def test_steady_steps_per_s_skips_warmup_and_takes_the_median() -> None:
+def test_steady_median_skips_warmup_and_takes_the_median() -> None:
     # iterations 1-2 are slow (warm-up); the rest, unordered on purpose: 990, 1000, 1010, 1020 -> 1005
     rows = [metric(4, 1020.0), metric(1, 100.0), metric(3, 1000.0), metric(2, 200.0), metric(5, 1010.0),
             metric(6, 990.0)]
-    assert ttw.steady_steps_per_s(rows, warmup=2) == 1005.0
-    assert ttw.steady_steps_per_s(rows, warmup=0) == 995.0  # median of all six: (990 + 1000) / 2
-    assert ttw.steady_steps_per_s(rows[:2], warmup=2) is None
+    assert ttw.steady_median(rows, warmup=2) == 1005.0
+    assert ttw.steady_median(rows, warmup=0) == 995.0  # median of all six: (990 + 1000) / 2
+    assert ttw.steady_median(rows[:2], warmup=2) is None
 
 
 def test_samples_and_measure_a_by_hand() -> None:
@@ -98,6 +98,9 @@ def test_summarize_run_reached() -> None:
     assert r["first_iteration_s"] == pytest.approx(31.0)  # iteration 1 logged at launch + 31 s
     assert r["train_s_to_gate"] == pytest.approx(3.0)  # 4 iterations x 0.75 s
     assert r["iterations"] == 6 and r["closest"] is None
+    assert r["collection_s"] == 0.5 and r["learning_s"] == 0.25
+    assert "exact seed 0: per iteration (steady medians) collection 0.500 s, learning 0.250 s" in \
+        ttw.format_results([r])
 
 
 def test_last_failures_say_which_line_held_the_run_back() -> None:
