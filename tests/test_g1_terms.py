@@ -98,6 +98,25 @@ def test_height_fires_at_step_one_and_cause_priority() -> None:
     assert timed_out.tolist() == [False] * 5 + [True, True]
 
 
+def test_root_in_body_rotates_gravity_and_both_velocities_at_once() -> None:
+    # body rotated about world x by theta: a world vector v is R_x(theta)^T v in the body,
+    # so gravity (0, 0, -1) -> (0, -sin, -cos) and world z (0, 0, 1) -> (0, sin, cos)
+    theta, psi = math.radians(35), math.pi / 2
+    quat = torch.tensor([[math.cos(theta / 2), math.sin(theta / 2), 0.0, 0.0],
+                         [math.cos(psi / 2), 0.0, 0.0, math.sin(psi / 2)]])  # the second yawed 90 deg
+    lin_vel_w = torch.tensor([[0.0, 0.0, 2.0], [1.2, 0.0, 0.0]])
+    ang_vel_w = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.7]])
+    gravity_b, lin_vel_b, ang_vel_b = terms.root_in_body(quat, lin_vel_w, ang_vel_w)
+    s, c = math.sin(theta), math.cos(theta)
+    assert gravity_b.tolist() == [pytest.approx([0.0, -s, -c], abs=1e-6), pytest.approx([0.0, 0.0, -1.0], abs=1e-6)]
+    assert lin_vel_b.tolist() == [pytest.approx([0.0, 2 * s, 2 * c], abs=1e-6), pytest.approx([0.0, -1.2, 0.0], abs=1e-6)]
+    assert ang_vel_b.tolist() == [pytest.approx([0.0, s, c], abs=1e-6), pytest.approx([0.0, 0.0, 0.7], abs=1e-6)]
+    # the same numbers as one rotation per vector
+    torch.testing.assert_close(gravity_b, terms.projected_gravity(quat), rtol=0, atol=1e-7)
+    torch.testing.assert_close(lin_vel_b, terms.to_body(quat, lin_vel_w), rtol=0, atol=1e-7)
+    torch.testing.assert_close(ang_vel_b, terms.to_body(quat, ang_vel_w), rtol=0, atol=1e-7)
+
+
 def test_fall_signals_thresholds_and_frames() -> None:
     # tilt about body x by theta: body-frame gravity (0, -sin, -cos), tilt_xy = sin^2
     def about_x(theta: float) -> list[float]:

@@ -94,11 +94,12 @@ class G1WalkProbe:
 
     def _sample(self, s: PhysicsState, command: torch.Tensor, cause: torch.Tensor,
                 action: torch.Tensor | None = None) -> StepSample:
+        gravity_b, lin_vel_b, ang_vel_b = terms.root_in_body(s.root_quat_w, s.root_lin_vel_w, s.root_ang_vel_w)
         return StepSample(
             root_pos_w=s.root_pos_w,
-            tilt_xy=terms.tilt_xy(terms.projected_gravity(s.root_quat_w)),
-            lin_vel_b=terms.to_body(s.root_quat_w, s.root_lin_vel_w),
-            ang_vel_b=terms.to_body(s.root_quat_w, s.root_ang_vel_w),
+            tilt_xy=terms.tilt_xy(gravity_b),
+            lin_vel_b=lin_vel_b,
+            ang_vel_b=ang_vel_b,
             foot_contact=s.foot_contact,
             torque=s.applied_torque,
             command=command,

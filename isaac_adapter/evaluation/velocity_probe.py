@@ -69,12 +69,14 @@ class IsaacVelocityProbe:
 
     def _read(self, cause: torch.Tensor) -> StepSample:
         d = self.robot.data
-        quat = root_quat_wxyz(d)
+        gravity_b, lin_vel_b, ang_vel_b = terms.root_in_body(
+            root_quat_wxyz(d), as_torch(d.root_link_lin_vel_w), as_torch(d.root_link_ang_vel_w)
+        )
         return StepSample(
             root_pos_w=as_torch(d.root_link_pos_w) - self.base.scene.env_origins,
-            tilt_xy=terms.tilt_xy(terms.projected_gravity(quat)),
-            lin_vel_b=terms.to_body(quat, as_torch(d.root_link_lin_vel_w)),
-            ang_vel_b=terms.to_body(quat, as_torch(d.root_link_ang_vel_w)),
+            tilt_xy=terms.tilt_xy(gravity_b),
+            lin_vel_b=lin_vel_b,
+            ang_vel_b=ang_vel_b,
             foot_contact=feet_in_contact(self.sensor, self._sensor_feet),
             torque=as_torch(self.robot.actuators.applied_effort).clone(),
             command=self.command_term.command.clone(),

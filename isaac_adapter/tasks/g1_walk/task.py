@@ -267,9 +267,9 @@ class G1WalkTask:
         """Read the robot after the physics step; its body-frame quantities; advance the gait timers."""
         dt = self.task_cfg.policy_dt
         s = self.state = self._read_robot_state()
-        self.gravity_b = terms.projected_gravity(s.root_quat_w)
-        self.lin_vel_b = terms.to_body(s.root_quat_w, s.root_lin_vel_w)
-        self.ang_vel_b = terms.to_body(s.root_quat_w, s.root_ang_vel_w)
+        self.gravity_b, self.lin_vel_b, self.ang_vel_b = terms.root_in_body(
+            s.root_quat_w, s.root_lin_vel_w, s.root_ang_vel_w
+        )
         self.joint_pos_rel = s.joint_pos - self.nominal_joint_pos
         self.air_time, self.contact_time, touchdown = terms.update_gait(
             s.foot_contact, self.air_time, self.contact_time, dt
@@ -319,9 +319,9 @@ class G1WalkTask:
             each), joint torque (J).
         """
         cfg = self.task_cfg
-        gravity_b = terms.projected_gravity(s.root_quat_w)
+        gravity_b, lin_vel_b, ang_vel_b = terms.root_in_body(s.root_quat_w, s.root_lin_vel_w, s.root_ang_vel_w)
         policy = terms.policy_obs(
-            terms.to_body(s.root_quat_w, s.root_ang_vel_w),
+            ang_vel_b,
             gravity_b,
             command,
             s.joint_pos - self.nominal_joint_pos,
@@ -334,7 +334,7 @@ class G1WalkTask:
             step = self.episode_length_buf if episode_step is None else episode_step
             policy = torch.cat([policy, terms.clock_obs(terms.gait_phase(step, cfg.policy_dt, cfg.gait_period_s))], dim=-1)
         privileged = terms.critic_privileged(
-            terms.to_body(s.root_quat_w, s.root_lin_vel_w),
+            lin_vel_b,
             s.root_pos_w[:, 2],
             s.foot_contact,
             air_time,

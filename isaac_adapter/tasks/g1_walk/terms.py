@@ -32,6 +32,18 @@ def to_body(quat_w: torch.Tensor, vec_w: torch.Tensor) -> torch.Tensor:
     return quat_apply_inverse(quat_w, vec_w)
 
 
+def root_in_body(quat_w: torch.Tensor, lin_vel_w: torch.Tensor, ang_vel_w: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gravity, linear and angular velocity of the root in its body frame, each ``[N, 3]``, from
+    ``quat_w`` ``[N, 4]`` and the world-frame velocities ``[N, 3]``: :func:`projected_gravity` and
+    :func:`to_body` twice, as one rotation of the three stacked vectors (a third of the kernels)."""
+    down = torch.zeros_like(lin_vel_w)
+    down[..., 2] = -1.0
+    rotated = quat_apply_inverse(quat_w.unsqueeze(-2), torch.stack((down, lin_vel_w, ang_vel_w), dim=-2))
+    gravity_b, lin_vel_b, ang_vel_b = rotated.unbind(-2)
+    return gravity_b, lin_vel_b, ang_vel_b
+
+
 def tilt_xy(gravity_b: torch.Tensor) -> torch.Tensor:
     """Sum of squared horizontal components of the body-frame gravity ``[N]``: 0 upright, 1 lying flat."""
     return gravity_b[:, 0].square() + gravity_b[:, 1].square()
