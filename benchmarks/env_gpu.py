@@ -74,6 +74,14 @@ def reset_is_selective(env: G1WalkEnv) -> bool:
     return same and reset_ok
 
 
+def rollout_actions(policy: ActorCritic, obs: dict) -> torch.Tensor:
+    """What the Runner's rollout computes per step before the env step: sampled actions ``[N, J]``
+    from the actor, and the critic's value (computed and dropped, for its cost)."""
+    dist, _ = policy.act(obs["policy"], None)
+    policy.value(critic_obs(obs), None)
+    return dist.sample()
+
+
 def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -> dict:
     """Milliseconds per policy step in each phase, the device synchronized around each: the actor
     and critic (``policy_ms``), the backend's physics step (``physics_ms``) and the rest of the env
@@ -95,9 +103,7 @@ def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -
         for _ in range(steps):
             sync(dev)
             t = time.perf_counter()
-            dist, _ = policy.act(obs["policy"], None)
-            policy.value(critic_obs(obs), None)
-            actions = dist.sample()
+            actions = rollout_actions(policy, obs)
             sync(dev)
             spent["policy"] += time.perf_counter() - t
             t = time.perf_counter()
@@ -134,9 +140,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
                     backend.health_summary(reset=True)
                     row["setup_s"] = time.perf_counter() - t0
                     start, ends = time.perf_counter(), 0
-                dist, _ = policy.act(obs["policy"], None)
-                policy.value(critic_obs(obs), None)
-                result = env.step(dist.sample())
+                result = env.step(rollout_actions(policy, obs))
                 obs = result.obs
                 ends += result.final_env_ids.numel()
             sync(dev)

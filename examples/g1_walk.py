@@ -191,11 +191,14 @@ def train(args: argparse.Namespace) -> Runner:
     experiment = args.experiment_name or (task_id or registry.DEFAULT_TASK)
     start = resume_path(args, experiment)
     ckpt = checkpoint.read(start) if start is not None else None  # read once, checked once
+    recorded = None  # the checkpoint's task record, read where it is needed (once)
     if ckpt is not None and task_id is None:
-        task_id = registry.checkpoint_task(ckpt, str(start))[0].id
+        recorded = registry.checkpoint_task(ckpt, str(start))
+        task_id = recorded[0].id
         experiment = args.experiment_name or task_id
     spec = registry.get_task(task_id or registry.DEFAULT_TASK)
-    recorded = registry.checkpoint_task(ckpt, str(start)) if ckpt is not None and spec.is_g1_walk else None
+    if ckpt is not None and spec.is_g1_walk and recorded is None:
+        recorded = registry.checkpoint_task(ckpt, str(start))
     del ckpt
     env_overrides = [o for o in args.overrides if o.startswith("env.")]
     if env_overrides and not spec.is_g1_walk:

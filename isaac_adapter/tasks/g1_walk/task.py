@@ -219,10 +219,11 @@ class G1WalkTask:
         cfg = self.task_cfg
         weights, dt = cfg.reward_weights(self.common_step_counter), cfg.policy_dt
         parts = self._reward_terms()
-        # the terms are the leading fields of RewardWeights, in order (the clock's two come last)
-        assert tuple(parts) == self._reward_names[:len(parts)], "reward terms out of RewardWeights' order"
-        scaled = torch.stack([(weights[name] * dt) * value for name, value in parts.items()], dim=-1)
-        self._reward_sums[:, :len(parts)] += scaled
+        # the terms are the leading fields of RewardWeights (the clock's two come last): stacked in
+        # that order, so column i of the sums is term i (a term out of place is a KeyError here)
+        names = self._reward_names[:len(parts)]
+        scaled = torch.stack([(weights[name] * dt) * parts[name] for name in names], dim=-1)
+        self._reward_sums[:, :len(names)] += scaled
         reward = scaled.sum(-1)
         # the action-rate and joint-acceleration terms were the last readers of the previous step
         self.last_action = self.actions
