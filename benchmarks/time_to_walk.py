@@ -197,12 +197,19 @@ def _median_or_inf(values: list[float | None], reached: list[bool]) -> float | N
     return statistics.median(xs) if xs else None
 
 
-def mode_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per mode (``variant/mode`` with variants), in first-seen order: runs, how many reached the
-    gate, medians over seeds."""
+def group_key(record: dict[str, Any], by: str = "variant") -> str:
+    """What a median is taken over: ``variant`` (:func:`label`) or ``mode`` alone, which pools runs of
+    differently named variants that train the same task (a ramp given on the command line and the
+    task id that presets it)."""
+    return record["mode"] if by == "mode" else label(record)
+
+
+def mode_summary(records: list[dict[str, Any]], by: str = "variant") -> list[dict[str, Any]]:
+    """Per group (:func:`group_key`), in first-seen order: runs, how many reached the gate, medians
+    over seeds."""
     out = []
-    for mode in dict.fromkeys(label(r) for r in records):
-        runs = [r for r in records if label(r) == mode]
+    for mode in dict.fromkeys(group_key(r, by) for r in records):
+        runs = [r for r in records if group_key(r, by) == mode]
         reached = [r["reached"] for r in runs]
         sps = [r["steady_steps_per_s"] for r in runs if r["steady_steps_per_s"]]
         out.append({
@@ -264,8 +271,9 @@ def last_failures(judged: list[dict[str, Any]]) -> dict[str, int | None]:
     return out
 
 
-def format_results(records: list[dict[str, Any]]) -> str:
-    """The per-run table, a note per run that did not reach the gate, and a median line per mode."""
+def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
+    """The per-run table, a note per run that did not reach the gate, and a median line per group
+    (:func:`group_key`)."""
     out = [format_table(HEADERS, table_rows(records), left=2)]
     for r in records:
         errors = [row for row in r["judged"] if row.get("error")]
@@ -287,7 +295,7 @@ def format_results(records: list[dict[str, Any]]) -> str:
         budget = f" in {r['budget_s']:g} s" if r.get("budget_s") else ""
         out.append(f"{label(r)} seed {r['seed']}: not reached{budget} "
                    f"({len(r['judged'])} checkpoints judged, last iteration {r['iterations']}); {what}")
-    for s in mode_summary(records):
+    for s in mode_summary(records, by):
         out.append(f"{s['mode']}: reached {s['reached']}/{s['runs']}; median over seeds: samples to gate "
                    f"{_num(s['samples_to_gate'], ',.0f')}, "
                    f"steady {_num(s['steady_steps_per_s'], ',.0f', ' samples/s')}, "
@@ -712,6 +720,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--table", metavar="PATH", nargs="+", default=None,
                    help=f"re-print the table of OUT or OUT/{RESULTS}; several: one table of all their runs, "
                    "medians over all of them; runs nothing")
+    p.add_argument("--group-by", choices=("variant", "mode"), default="variant",
+                   help="with --table: take medians per variant/mode (default) or per mode alone, pooling "
+                   "variants that train the same task")
     p.add_argument("--judge-only", metavar="RUN_DIR", nargs="+", default=None,
                    help="judge the checkpoints of existing run folders (no training)")
     a = p.parse_args(own)
@@ -731,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = [load_results(path) for path in a.table]
         for results in loaded:
             print(describe(results))
-        print(format_results([run for results in loaded for run in results["runs"]]))
+        print(format_results([run for results in loaded for run in results["runs"]], a.group_by))
         return 0
     if a.judge_only:
         results = judge_only(a.judge_only, a, argv)

@@ -160,6 +160,19 @@ def test_variants_are_compared_apart() -> None:
     assert "clock/exact seed 0: not reached in 600 s" in ttw.format_results(clock)
 
 
+def test_group_by_mode_pools_variants() -> None:
+    # a ramp given on the command line (variant "cramp") and the task id that presets it (no variant)
+    cli = [dict(record("exact", seed, True, 300.0 + 20 * seed, 330.0, 60_000), variant="cramp") for seed in (0, 1)]
+    task_id = [record("exact", 2, True, 280.0, 450.0, 62_000), record("state_value", 0, True, 440.0, 600.0, 55_000)]
+    by_mode = ttw.mode_summary([*cli, *task_id], by="mode")
+    assert [(s["mode"], s["runs"]) for s in by_mode] == [("exact", 3), ("state_value", 1)]
+    assert by_mode[0]["measure_a_s"] == 300.0  # median of 280, 300, 320
+    assert [s["mode"] for s in ttw.mode_summary([*cli, *task_id])] == ["cramp/exact", "exact", "state_value"]
+    text = ttw.format_results([*cli, *task_id], by="mode")
+    assert "exact: reached 3/3" in text and "state_value: reached 1/1" in text
+    assert [row[0] for row in ttw.table_rows(cli)] == ["cramp/exact", "cramp/exact"]  # rows keep their own label
+
+
 def test_variant_parsing_and_run_folders() -> None:
     name, args = ttw.parse_variant("smooth=--task G1-Walk-Smooth-v0 env.rewards.action_rate=-0.1 --symmetry both")
     assert name == "smooth" and args == ["--task", "G1-Walk-Smooth-v0", "env.rewards.action_rate=-0.1", "--symmetry", "both"]
