@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from ppo_bootstrap.env import critic_obs  # noqa: E402
+from ppo_bootstrap.episode import done_mask  # noqa: E402
 from ppo_bootstrap.modules import ActorCritic, PolicyConfig  # noqa: E402
 
 try:
@@ -122,6 +123,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None)
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
+    env.validate_actions = False  # as training with --no-validate: no per-step host sync for the finiteness check
     dev = env.device
     obs = env.reset()
     policy = ActorCritic(
@@ -142,7 +144,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
                     start, ends = time.perf_counter(), 0
                 result = env.step(rollout_actions(policy, obs))
                 obs = result.obs
-                ends += result.final_env_ids.numel()
+                ends += done_mask(result.terminated, result.truncated).sum()  # a device tensor: no sync per step
             sync(dev)
             total_s = time.perf_counter() - start
             backend.check_health()
@@ -162,7 +164,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
         row.update(
             env_policy=num_envs * steps / total_s,
             physics=num_envs * steps / physics_s,
-            ends_per_step=ends / steps,
+            ends_per_step=float(ends) / steps,
             iter_cap=health["iteration_cap_frac"],
             peak_nefc=int(health["peak_nefc"]),
             peak_nacon=int(health["peak_nacon"]),

@@ -88,7 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="weight of the mirror loss with --symmetry loss or both (default 1.0)")
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: the Runner's choice)")
     parser.add_argument("--no-validate", action="store_true",
-                        help="skip the per-step env contract checks (each costs a host sync on GPU)")
+                        help="skip the per-step env contract checks and the G1 env's finite-action check "
+                        "(each costs a host sync on GPU)")
     parser.add_argument("--headless", action="store_true", help="accepted for Isaac Lab scripts; nothing here opens a window")
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     # play and replay
@@ -240,6 +241,8 @@ def train(args: argparse.Namespace) -> Runner:
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
     env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
+    if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
+        env.validate_actions = not args.no_validate
     log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
         log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)

@@ -15,6 +15,11 @@ Contract, per ``step(actions)``:
 * ``final_env_ids`` ``[K]`` long: exactly the env ids with ``terminated | truncated``, ascending.
 * ``final_obs``: the true last observation of those envs, captured *before* their reset, with the
   same groups as ``obs``; each tensor ``[K, ...]``, row ``k`` belongs to ``final_env_ids[k]``.
+* or, instead of the two (both ``None``): ``final_obs_all``, the observation of *every* env before
+  any reset, each tensor ``[N, ...]``; the rows of ended envs are their final observations. Finding
+  the ``K`` ended ids is a host synchronisation on a GPU (a ``nonzero``); this dense form lets an
+  env skip it on every step, and the storage keeps the rows without it (one ``nonzero`` per
+  rollout). Whoever needs the ``[K]`` rows asks :func:`ppo_bootstrap.episode.final_rows`.
 * ``info``: free-form extras (episode statistics, termination causes, ...). Scalars or ``[N]``
   tensors; the Runner logs keys under ``info["log"]`` as scalars.
 
@@ -54,9 +59,10 @@ class StepResult:
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-    final_obs: ObsGroups
-    final_env_ids: torch.Tensor
+    final_obs: ObsGroups | None
+    final_env_ids: torch.Tensor | None
     info: dict[str, Any] = field(default_factory=dict)
+    final_obs_all: ObsGroups | None = None
 
 
 @runtime_checkable
@@ -78,7 +84,7 @@ class VecEnv(Protocol):
 
 def critic_obs(obs: ObsGroups) -> torch.Tensor:
     """The critic's input: the privileged group when the env provides one, else the policy group."""
-    return obs.get(CRITIC, obs[POLICY])
+    return obs[CRITIC] if CRITIC in obs else obs[POLICY]
 
 
 def on_device(tensor: torch.Tensor, device: str | torch.device) -> bool:
@@ -87,11 +93,14 @@ def on_device(tensor: torch.Tensor, device: str | torch.device) -> bool:
     return tensor.device.type == device.type and (device.index is None or tensor.device.index == device.index)
 
 
-def check_actions(actions: torch.Tensor, num_envs: int, num_actions: int, device: torch.device) -> None:
+def check_actions(
+    actions: torch.Tensor, num_envs: int, num_actions: int, device: torch.device, finite: bool = True
+) -> None:
     """Raise ``ValueError`` naming the problem unless ``actions`` is a finite float ``[N, A]`` tensor on ``device``.
 
     Envs call this first in ``step``, so a wrong action never reaches the physics (a ``[1, A]``
-    tensor would otherwise broadcast silently to every env).
+    tensor would otherwise broadcast silently to every env). The finiteness check (``finite``) is
+    the only part that costs a host synchronisation.
     """
     if not isinstance(actions, torch.Tensor):
         raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
@@ -101,6 +110,8 @@ def check_actions(actions: torch.Tensor, num_envs: int, num_actions: int, device
         raise ValueError(f"actions must be a floating-point tensor, got dtype {actions.dtype}")
     if not on_device(actions, device):
         raise ValueError(f"actions must be on the env's device {device}, got {actions.device}")
+    if not finite:
+        return
     bad = ~torch.isfinite(actions).all(-1)
     if bad.any():
         raise ValueError(f"actions have NaN or inf for env ids {torch.nonzero(bad).flatten().tolist()}")

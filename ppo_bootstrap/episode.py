@@ -29,8 +29,9 @@ TorchRL's functional value module, ``terminated`` and ``truncated`` (or ``done``
   ``truncated``, a declared time limit run past).
 
 From env to GAE: ``env.step`` -> :class:`~ppo_bootstrap.env.StepResult` (``truncated``,
-``final_env_ids``, ``final_obs``) -> ``PPO.process_env_step`` -> ``RolloutStorage.add`` keeps the
-``K`` final rows with the pre-reset critic state -> ``PPO.compute_returns``: ``storage.finish()``,
+``final_env_ids``, ``final_obs``, or the dense ``final_obs_all``; :func:`final_rows` reads either)
+-> ``PPO.process_env_step`` -> ``RolloutStorage.add`` keeps the ``K`` final rows with the pre-reset
+critic state (of the dense form, every env's critic row, the ended ones picked once per rollout) -> ``PPO.compute_returns``: ``storage.finish()``,
 :func:`bootstrap_values` (one critic pass over the ``K`` rows), :func:`assemble_next_values`,
 :func:`terminal_for_targets` -> :func:`ppo_bootstrap.gae.compute_gae`.
 """
@@ -45,7 +46,7 @@ from typing import Any, Literal
 
 import torch
 
-from ppo_bootstrap.env import StepResult, on_device
+from ppo_bootstrap.env import ObsGroups, StepResult, on_device
 
 
 class EpisodeProtocolError(ValueError):
@@ -109,6 +110,30 @@ def reset_memory(state: State, done: torch.Tensor) -> State:
     if state is None:
         return None
     return state * (~done.to(state.device)).to(state.dtype).view(1, -1, 1)
+
+
+def final_rows(result: StepResult) -> tuple[torch.Tensor, ObsGroups]:
+    """``(final_env_ids [K], final_obs)`` of a step, from either form of the contract.
+
+    The sparse form passes through. The dense form (``final_obs_all`` ``[N, ...]``) gives the rows of
+    the envs that ended (``terminated | truncated``), ascending: one ``nonzero``, a host
+    synchronisation on a GPU, so the per-step hot path (:class:`~ppo_bootstrap.storage.RolloutStorage`)
+    does not call this.
+    """
+    if result.final_obs_all is None:
+        if result.final_obs is None or result.final_env_ids is None:
+            raise EpisodeProtocolError("a step result needs final_obs and final_env_ids, or final_obs_all")
+        return result.final_env_ids, result.final_obs
+    ids = torch.nonzero(done_mask(result.terminated, result.truncated)).flatten()
+    return ids, {group: value[ids] for group, value in result.final_obs_all.items()}
+
+
+def sparse(result: StepResult) -> StepResult:
+    """``result`` in the sparse form (``final_env_ids`` and ``final_obs`` ``[K]``); itself if it is."""
+    if result.final_obs_all is None:
+        return result
+    ids, rows = final_rows(result)
+    return dataclasses.replace(result, final_obs=rows, final_env_ids=ids, final_obs_all=None)
 
 
 def assemble_next_values(
@@ -260,13 +285,19 @@ def check_contract(
             raise EpisodeProtocolError(f"{name} must have shape ({num_envs},), got {tuple(flag.shape)}")
     if tuple(reward.shape) != (num_envs,):
         raise EpisodeProtocolError(f"reward must have shape ({num_envs},), got {tuple(reward.shape)}")
+    layout = _check_groups("obs", result.obs, layout, num_envs, device, None)
+    if result.final_obs_all is not None:
+        # the dense form: every env's pre-reset row, so nothing to match against the done mask
+        if result.final_obs is not None or result.final_env_ids is not None:
+            raise EpisodeProtocolError("give final_obs_all or final_obs with final_env_ids, not both")
+        _check_groups("final_obs_all", result.final_obs_all, layout, num_envs, device, None)
+        return
     final_env_ids = result.final_env_ids
     _check_tensor("final_env_ids", final_env_ids, device)
     if final_env_ids.dim() != 1 or final_env_ids.dtype not in (torch.int32, torch.int64):
         raise EpisodeProtocolError(
             f"final_env_ids must be a 1-D integer tensor, got {final_env_ids.dtype} {tuple(final_env_ids.shape)}"
         )
-    layout = _check_groups("obs", result.obs, layout, num_envs, device, None)
     if ids:
         _check_final_env_ids(terminated, truncated, final_env_ids)
     _check_groups("final_obs", result.final_obs, layout, final_env_ids.shape[0], device, final_env_ids)
@@ -280,8 +311,9 @@ def check_finite(result: StepResult) -> None:
     _check_finite("reward", result.reward)
     for group, value in result.obs.items():
         _check_finite(f"obs[{group!r}]", value)
-    for group, value in result.final_obs.items():
-        _check_finite(f"final_obs[{group!r}]", value, result.final_env_ids)
+    final_env_ids, final_obs = final_rows(result)
+    for group, value in final_obs.items():
+        _check_finite(f"final_obs[{group!r}]", value, final_env_ids)
 
 
 def validate_step(
@@ -319,6 +351,7 @@ def recover_non_finite(
         ``(result, broken_env_ids)``: the repaired :class:`~ppo_bootstrap.env.StepResult` (same
         contract; ``result`` itself is not modified) and the ``[B]`` ids that blew up.
     """
+    result = sparse(result)
     obs, reward, final_obs, final_env_ids = result.obs, result.reward, result.final_obs, result.final_env_ids
     bad = _bad_rows(obs) | ~torch.isfinite(reward)
     bad_final = torch.zeros_like(bad)

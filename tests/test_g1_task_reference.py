@@ -10,6 +10,12 @@ The toy backend is pure torch and open loop (its state is a smooth function of e
 and the joint targets, no feedback), so float rounding across machines cannot grow into a different
 episode. Its falls cross their thresholds by wide margins.
 
+The reset later went from ids to a mask over every env (no ``nonzero`` per step), which draws spawn
+noise and commands for all ``N`` envs: another random stream, so the reference was written again.
+``tests/data/g1_task_reference_fixed_draws.pt``, recorded by the id-based reset with no spawn noise
+and point command ranges (where no draw can change a result), pins that the mask changed nothing
+else.
+
 Regenerate the reference only for a deliberate change of results: ``python tests/test_g1_task_reference.py --write``.
 """
 
@@ -22,11 +28,14 @@ from typing import Any
 
 import torch
 
+from ppo_bootstrap.episode import sparse
+
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig, gait_clock_config
 
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "g1_task_reference.pt")
+FIXED_DRAWS_REFERENCE = os.path.join(os.path.dirname(REFERENCE), "g1_task_reference_fixed_draws.pt")
 J, F, N = 29, 2, 6
 STEPS = 240
 FULL_EVERY = 40
@@ -37,6 +46,9 @@ RECORDED = dict(
     lin_vel_x_range=(-0.5, 1.0), lin_vel_y_range=(-0.3, 0.3), ang_vel_z_range=(-0.5, 0.5),
     rel_standing_envs=0.0, resampling_time_range=None,
 )  # fmt: skip
+# RECORDED where the task's random draws cannot change a result: no spawn noise, one command
+FIXED_DRAWS = dict(RECORDED, joint_pos_noise=0.0, lin_vel_x_range=(0.3, 0.3), lin_vel_y_range=(0.0, 0.0),
+                   ang_vel_z_range=(0.1, 0.1))  # fmt: skip
 
 
 class ToyBackend:
@@ -160,7 +172,7 @@ def record(clock: bool, **overrides: Any) -> dict[str, Any]:
             env.set_commands(torch.tensor([0.5, -0.1, 0.2]))
         if step == 2 * STEPS // 3:
             env.set_commands(None)
-        r = env.step(actions(step))
+        r = sparse(env.step(actions(step)))
         # the critic's input is the policy's followed by the privileged part
         assert torch.equal(r.obs["critic"][:, : r.obs["policy"].shape[1]], r.obs["policy"])
         out["critic"].append(_digest(r.obs["critic"]))
@@ -191,14 +203,15 @@ def _pack(out: dict[str, Any]) -> dict[str, Any]:
     return packed
 
 
-def _compare(ref: dict[str, Any], new: dict[str, Any]) -> None:
+def _compare(ref: dict[str, Any], new: dict[str, Any], random_stream: bool = True) -> None:
     for name in ("terminated", "truncated", "cause", "final_ids", "episodes_finished", "last_cause"):
         assert torch.equal(new[name], ref[name]), f"{name} differs: {(new[name] != ref[name]).nonzero().tolist()[:10]}"
     for name in ("obs0", "full", "critic", "final_critic", "reward", "command"):
         torch.testing.assert_close(new[name], ref[name], rtol=1e-6, atol=1e-5, msg=lambda m: f"{name}: {m}")
     for key, value in ref["log"].items():  # keys added since the reference are not compared
         torch.testing.assert_close(new["log"][key], value, rtol=1e-6, atol=1e-6, msg=lambda m: f"log {key}: {m}")
-    assert torch.equal(new["generator"], ref["generator"]), "the task's random stream moved"
+    if random_stream:
+        assert torch.equal(new["generator"], ref["generator"]), "the task's random stream moved"
 
 
 def test_falls_and_timeouts_happen_in_the_scenario() -> None:
@@ -214,6 +227,13 @@ def test_gait_clock_task_matches_the_reference() -> None:
 
 def test_default_task_matches_the_reference() -> None:
     _compare(torch.load(REFERENCE, weights_only=False)["default"], record(False, **RECORDED))
+
+
+def test_reset_by_mask_changes_nothing_but_the_random_stream() -> None:
+    ref = torch.load(FIXED_DRAWS_REFERENCE, weights_only=False)
+    assert len(ref["clock"]["final_ids"]) >= 15 and {1, 2, 3, 4} <= set(ref["clock"]["cause"].unique().tolist())
+    for name, clock in (("clock", True), ("default", False)):
+        _compare(ref[name], record(clock, **FIXED_DRAWS), random_stream=False)
 
 
 if __name__ == "__main__":

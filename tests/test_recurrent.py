@@ -10,13 +10,13 @@ GAMMA = 0.9
 ENDS = {(1, 1): (False, True), (2, 2): (True, False)}
 
 
-def make_runner(kind: str) -> Runner:
+def make_runner(kind: str, dense: bool = False) -> Runner:
     cfg = RunnerConfig(
         num_steps_per_env=4, console=False,
         ppo=PPOConfig(gamma=GAMMA, lam=0.0, normalize_advantage=False, num_mini_batches=3),
         policy=PolicyConfig(actor_hidden=(8,), critic_hidden=(8,), recurrent=kind, rnn_hidden=6, obs_normalization=False),
     )
-    return Runner(ScriptedEnv(3, ENDS), cfg)
+    return Runner(ScriptedEnv(3, ENDS, dense=dense), cfg)
 
 
 def manual_critic(runner: Runner, xs: list[float], state=None):
@@ -30,9 +30,10 @@ def manual_critic(runner: Runner, xs: list[float], state=None):
     return values, state
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
-def test_final_value_uses_pre_reset_state_and_memory_restarts(kind):
-    runner = make_runner(kind)
+def test_final_value_uses_pre_reset_state_and_memory_restarts(kind, dense):
+    runner = make_runner(kind, dense)
     with torch.no_grad():
         runner._collect()
         runner.alg.compute_returns(runner.obs)

@@ -89,3 +89,87 @@ def test_adaptive_learning_rate_is_clamped():
     for _ in range(5):
         ppo._adapt_learning_rate(torch.tensor(1.0))
     assert ppo.learning_rate == pytest.approx(5e-3)
+
+
+def _random_rollout(T, N, seed, state_shape=None):
+    """Per step: transition obs, flags, pre-reset critic obs of every env, critic state (or None)."""
+    g = torch.Generator().manual_seed(seed)
+    steps = []
+    for _ in range(T):
+        terminated = torch.rand(N, generator=g) < 0.2
+        truncated = torch.rand(N, generator=g) < 0.2
+        obs = {"policy": torch.randn(N, 3, generator=g), "critic": torch.randn(N, 5, generator=g)}
+        before_reset = {k: torch.randn(v.shape, generator=g) for k, v in obs.items()}
+        state = torch.randn(*state_shape, generator=g) if state_shape else None
+        steps.append((obs, terminated, truncated, before_reset, state))
+    return steps
+
+
+def _fill(storage, steps, dense_at):
+    zeros = torch.zeros(storage.num_envs, 2)
+    storage.start((None, None))
+    for t, (obs, terminated, truncated, before_reset, state) in enumerate(steps):
+        transition = Transition(obs, zeros, zeros, zeros, zeros[:, 0], zeros[:, 0], critic_state=state)
+        if t in dense_at:
+            result = StepResult(obs, zeros[:, 0], terminated, truncated, None, None, final_obs_all=before_reset)
+        else:
+            ended = torch.nonzero(terminated | truncated).flatten()
+            result = StepResult(obs, zeros[:, 0], terminated, truncated,
+                                {k: v[ended] for k, v in before_reset.items()}, ended)
+        storage.add(transition, result)
+    return storage.finish()
+
+
+@pytest.mark.parametrize("state_shape", [None, (2, 7, 4)], ids=["mlp", "recurrent"])
+@pytest.mark.parametrize("dense_at", [range(6), {1, 4}], ids=["dense", "mixed"])
+def test_dense_final_observations_give_the_rows_of_the_sparse_form(dense_at, state_shape):
+    T, N = 6, 7
+    steps = _random_rollout(T, N, seed=3, state_shape=state_shape)
+    sparse_rows = _fill(RolloutStorage(T, N, {"policy": (3,), "critic": (5,)}, 2, "cpu"), steps, dense_at=())
+    rows = _fill(RolloutStorage(T, N, {"policy": (3,), "critic": (5,)}, 2, "cpu"), steps, dense_at=dense_at)
+    # expected by hand: every (t, env) that ended, in step then env order, with that step's pre-reset critic row
+    expected = [(t, e) for t, (_, term, trunc, _, _) in enumerate(steps) for e in range(N) if term[e] or trunc[e]]
+    assert list(zip(rows.step.tolist(), rows.env_id.tolist())) == expected
+    assert list(zip(sparse_rows.step.tolist(), sparse_rows.env_id.tolist())) == expected
+    want = torch.stack([steps[t][3]["critic"][e] for t, e in expected])
+    assert set(rows.obs.keys()) == {"critic"}  # what the critic reads; the policy group is not kept
+    assert torch.equal(rows.obs["critic"], want) and torch.equal(sparse_rows.obs["critic"], want)
+    if state_shape is None:
+        assert rows.critic_state is None
+    else:
+        want_state = torch.stack([steps[t][4][:, e] for t, e in expected], dim=1)
+        assert torch.equal(rows.critic_state, want_state) and torch.equal(sparse_rows.critic_state, want_state)
+
+
+def test_dense_form_without_ends_gives_no_rows():
+    T, N = 3, 4
+    steps = [(o, torch.zeros(N, dtype=torch.bool), torch.zeros(N, dtype=torch.bool), b, s)
+             for o, _, _, b, s in _random_rollout(T, N, seed=0)]
+    assert _fill(RolloutStorage(T, N, {"policy": (3,), "critic": (5,)}, 2, "cpu"), steps, dense_at=range(T)) is None
+
+
+def test_dense_form_contract_rows_and_finiteness():
+    from dataclasses import replace
+
+    from ppo_bootstrap.episode import EpisodeProtocolError, check_contract, check_finite, final_rows
+
+    obs = {"policy": torch.arange(4.0).unsqueeze(-1)}
+    terminated = torch.tensor([False, True, False, False])
+    truncated = torch.tensor([False, False, False, True])
+    before = {"policy": torch.tensor([[10.0], [11.0], [float("nan")], [13.0]])}  # env 2 did not end
+    result = StepResult(obs, torch.zeros(4), terminated, truncated, None, None, final_obs_all=before)
+    check_contract(4, result)
+    check_finite(result)  # the NaN sits in a row that is no final observation
+    ids, rows = final_rows(result)
+    assert ids.tolist() == [1, 3] and rows["policy"].flatten().tolist() == [11.0, 13.0]
+    broken = replace(result, final_obs_all={"policy": torch.tensor([[10.0], [float("inf")], [12.0], [13.0]])})
+    with pytest.raises(EpisodeProtocolError, match=r"final_obs\['policy'\] has NaN or inf for env ids \[1\]"):
+        check_finite(broken)
+    short = replace(result, final_obs_all={"policy": torch.zeros(3, 1)})
+    with pytest.raises(EpisodeProtocolError, match=r"final_obs_all\['policy'\] has shape \(3, 1\), expected \(4, 1\)"):
+        check_contract(4, short)
+    both = replace(result, final_obs={"policy": rows["policy"]}, final_env_ids=ids)
+    with pytest.raises(EpisodeProtocolError, match="not both"):
+        check_contract(4, both)
+    with pytest.raises(EpisodeProtocolError, match="final_env_ids must be a torch.Tensor"):
+        check_contract(4, replace(result, final_obs_all=None))

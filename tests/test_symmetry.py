@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
+from ppo_bootstrap.episode import sparse
 from tensordict import TensorDict
 
 from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig
@@ -417,7 +419,7 @@ def mirrored_rollout(env: G1WalkEnv, seed: int, steps: int) -> list[tuple[dict[s
     out = []
     for _ in range(steps):
         a = 0.3 * torch.randn(29, generator=g)
-        result = env.step(torch.stack([a, env.symmetry.mirror_actions(a)]))
+        result = sparse(env.step(torch.stack([a, env.symmetry.mirror_actions(a)])))
         assert result.final_env_ids.numel() == 0
         out.append((mirror_errors(env, result.obs), float((result.reward[0] - result.reward[1]).abs())))
     return out

@@ -35,9 +35,10 @@ def targets(runner: Runner) -> torch.Tensor:
 ENDS = {(1, 1): (False, True), (2, 2): (True, False), (1, 3): (True, True)}
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
 @pytest.mark.parametrize("privileged", [False, True])
-def test_truncation_bootstraps_from_true_final_observation(privileged):
-    env = ScriptedEnv(4, ENDS, privileged=privileged)
+def test_truncation_bootstraps_from_true_final_observation(privileged, dense):
+    env = ScriptedEnv(4, ENDS, privileged=privileged, dense=dense)
     ret = targets(identity_critic_runner(env, privileged=privileged))
     # env 1: obs 2, 3, then final obs 100 + 10 + 1 = 111 (reset to 51), then 52, 53.
     assert ret[1, 1].item() == pytest.approx(1 + GAMMA * 111)
@@ -49,21 +50,24 @@ def test_truncation_bootstraps_from_true_final_observation(privileged):
     torch.testing.assert_close(ret[:, 0], torch.tensor([1 + GAMMA * k for k in (2.0, 3.0, 4.0, 5.0)]))
 
 
-def test_termination_and_both_flags_do_not_bootstrap():
-    ret = targets(identity_critic_runner(ScriptedEnv(4, ENDS)))
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_termination_and_both_flags_do_not_bootstrap(dense):
+    ret = targets(identity_critic_runner(ScriptedEnv(4, ENDS, dense=dense)))
     assert ret[2, 2].item() == pytest.approx(1.0)
     assert ret[1, 3].item() == pytest.approx(1.0)  # terminated wins over truncated
 
 
-def test_rsl_rl_and_ignore_truncation_baselines():
-    approx = targets(identity_critic_runner(ScriptedEnv(4, ENDS), "state_value"))
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_rsl_rl_and_ignore_truncation_baselines(dense):
+    approx = targets(identity_critic_runner(ScriptedEnv(4, ENDS, dense=dense), "state_value"))
     assert approx[1, 1].item() == pytest.approx(1 + GAMMA * 3)  # V(s_t), obs at t=1 is 3
-    ignore = targets(identity_critic_runner(ScriptedEnv(4, ENDS), "none"))
+    ignore = targets(identity_critic_runner(ScriptedEnv(4, ENDS, dense=dense), "none"))
     assert ignore[1, 1].item() == pytest.approx(1.0)
 
 
-def test_terminal_rows_are_compact_and_statistics_count_causes():
-    runner = identity_critic_runner(ScriptedEnv(4, ENDS))
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_terminal_rows_are_compact_and_statistics_count_causes(dense):
+    runner = identity_critic_runner(ScriptedEnv(4, ENDS, dense=dense))
     runner._collect()
     stats = runner.alg.compute_returns(runner.obs)
     terminal = runner.alg.storage.terminal

@@ -169,6 +169,36 @@ def test_selective_reset_leaves_other_envs_bit_identical(warp_g1) -> None:
     a.check_health()
 
 
+def test_reset_by_mask_equals_reset_by_ids(warp_g1) -> None:
+    """``reset_envs_masked`` (fixed shapes, what the G1 env's step uses) against ``reset_envs`` with the
+    ids: every field of every env bit-identical, for the step after too; the rows of ``qpos`` /
+    ``qvel`` outside the mask are never read (NaN there changes nothing)."""
+    model, nominal = warp_g1
+    qpos, qvel = initial_state(nominal)
+    dev = torch.device(DEVICE)
+    a, b = make(model), make(model)
+    for backend in (a, b):
+        backend.reset_envs(torch.arange(N, device=dev), qpos.to(dev), qvel.to(dev))
+    targets = actions(nominal, 4).to(dev)
+    for t in range(2):
+        a.step(targets[t])
+        b.step(targets[t])
+    fresh_q, fresh_v = initial_state(nominal, seed=7)
+    mask = torch.tensor([False, True, False, True], device=dev)
+    ids = torch.nonzero(mask).flatten()
+    a.reset_envs(ids, fresh_q[ids.cpu()].to(dev), fresh_v[ids.cpu()].to(dev))
+    poisoned_q, poisoned_v = fresh_q.clone(), fresh_v.clone()
+    poisoned_q[~mask.cpu()], poisoned_v[~mask.cpu()] = float("nan"), float("nan")
+    b.reset_envs_masked(mask, poisoned_q.to(dev), poisoned_v.to(dev))
+    for t in range(2, 4):
+        for name, x in a.state().as_dict().items():
+            assert torch.equal(x, getattr(b.state(), name)), f"{name} differs at step {t}"
+        a.step(targets[t])
+        b.step(targets[t])
+    a.check_health()
+    b.check_health()
+
+
 def test_state_conventions(warp_g1) -> None:
     """Quaternion (w, x, y, z), world-frame root velocities in and out, torques zero after reset."""
     model, nominal = warp_g1

@@ -162,21 +162,38 @@ class RobotArrays:
             qvel: ``[K, 6 + J]``: root linear and angular velocity (world frame), joint velocities.
         """
         ids = env_ids.to(self.qpos.device, torch.long)
-        qpos = qpos.detach().to(self.qpos.device, self.qpos.dtype)
-        qvel = qvel.detach().to(self.qvel.device, self.qvel.dtype)
+        rows_q, rows_v = self._fresh_rows(self.qpos[ids], self.qvel[ids], qpos, qvel)
+        self.qpos[ids] = rows_q
+        self.qvel[ids] = rows_v
+        self.ctrl[ids] = rows_q[:, self._joint_q].to(self.ctrl.dtype)
+        # no torque has been applied to a fresh state yet
+        self.torque.index_fill_(0, ids, 0.0)  # a Python value through an index would sync on a GPU
+
+    def write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """:meth:`write_reset_rows` by mask: rows where ``mask`` ``[N]`` (bool) is true get
+        ``qpos`` ``[N, 7 + J]`` / ``qvel`` ``[N, 6 + J]``; the other rows of those arguments are not
+        read and every other row stays bit-identical. Fixed shapes, no host synchronisation."""
+        mask = mask.to(self.qpos.device, torch.bool)
+        rows_q, rows_v = self._fresh_rows(self.qpos.clone(), self.qvel.clone(), qpos, qvel)
+        keep = mask[:, None]
+        self.qpos.copy_(torch.where(keep, rows_q, self.qpos))
+        self.qvel.copy_(torch.where(keep, rows_v, self.qvel))
+        self.ctrl.copy_(torch.where(keep, rows_q[:, self._joint_q].to(self.ctrl.dtype), self.ctrl))
+        self.torque.masked_fill_(keep, 0.0)
+
+    def _fresh_rows(
+        self, rows_q: torch.Tensor, rows_v: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rows_q`` / ``rows_v`` (copies of full state rows, edited in place) with the spawn pose
+        ``qpos`` ``[R, 7 + J]`` and velocity ``qvel`` ``[R, 6 + J]`` written into their fields."""
+        qpos = qpos.detach().to(rows_q.device, rows_q.dtype)
+        qvel = qvel.detach().to(rows_v.device, rows_v.dtype)
         quat = qpos[:, 3:7] / qpos[:, 3:7].norm(dim=-1, keepdim=True)
         rq, rv = self.layout.root_q, self.layout.root_v
-        # gather the rows, edit, scatter back: indexing with ids then slicing would edit a copy
-        rows_q = self.qpos[ids]
         rows_q[:, rq : rq + 3] = qpos[:, :3]
         rows_q[:, rq + 3 : rq + 7] = quat
         rows_q[:, self._joint_q] = qpos[:, 7:]
-        rows_v = self.qvel[ids]
         rows_v[:, rv : rv + 3] = qvel[:, :3]
         rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6])
         rows_v[:, self._joint_v] = qvel[:, 6:]
-        self.qpos[ids] = rows_q
-        self.qvel[ids] = rows_v
-        self.ctrl[ids] = qpos[:, 7:]
-        # no torque has been applied to a fresh state yet
-        self.torque.index_fill_(0, ids, 0.0)  # a Python value through an index would sync on a GPU
+        return rows_q, rows_v

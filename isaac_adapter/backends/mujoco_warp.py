@@ -34,7 +34,7 @@ How it mirrors :mod:`isaac_adapter.backends.mujoco_cpu` (same conventions, same 
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -323,18 +323,29 @@ class MujocoWarpBackend:
         if env_ids.numel() == 0:
             return
         ids = env_ids.to(self.device, torch.long)
+        self._reset_mask.zero_()
+        self._reset_mask.index_fill_(0, ids, True)  # not mask[ids] = True: a Python value through an index syncs
+        self._reset_rows(lambda: self._robot.write_reset_rows(ids, qpos, qvel))
+
+    def reset_envs_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Reset the rows where ``mask`` ``[N]`` is true to those rows of ``qpos`` ``[N, 7+J]`` / ``qvel``
+        ``[N, 6+J]``. Fixed shapes whatever ends, no host synchronisation; every other env is left
+        bit-identical (Warp's reset and the derived fields run over every world, masked)."""
+        self._reset_mask.copy_(mask)
+        self._reset_rows(lambda: self._robot.write_reset_rows_masked(self._reset_mask, qpos, qvel))
+
+    def _reset_rows(self, write: Callable[[], None]) -> None:
+        """The reset of the worlds in :attr:`_reset_mask`, with ``write()`` putting their new state rows in."""
+        mask = self._reset_mask
         # keep what reset_data is about to clear: overflow bits of the reset worlds
         self._flags |= self._overflow
-        mask = self._reset_mask
-        mask.zero_()
-        mask.index_fill_(0, ids, True)  # not mask[ids] = True: a Python value through an index syncs
         keep = ~mask[:, None]
         saved = (self._sensordata.clone(), self._xpos.clone(), self._subtree_com.clone())
 
         # mj_resetData on those worlds: time, controls, activations, warm start, applied forces...
         self._run("reset")
-        self._robot.write_reset_rows(ids, qpos, qvel)
-        self._nonfinite.index_fill_(0, ids, False)
+        write()
+        self._nonfinite &= ~mask
 
         # positions, velocities, sensors of the new states (step1 runs on every world; the
         # outputs reported by state() are put back where the state did not change)

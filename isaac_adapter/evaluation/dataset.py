@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult
-from ppo_bootstrap.episode import done_mask
+from ppo_bootstrap.episode import done_mask, final_rows
 
 if TYPE_CHECKING:  # pyarrow (the eval extra) is imported where a dataset is written or read, so
     import pyarrow as pa  # the evaluator runs without it
@@ -124,7 +124,8 @@ class EpisodeDatasetWriter:
         terminated = result.terminated.detach().cpu().numpy().astype(bool)
         truncated = result.truncated.detach().cpu().numpy().astype(bool)
         ended = done_mask(terminated, truncated)
-        final_ids = result.final_env_ids.detach().cpu().numpy()
+        final_env_ids, final_obs = final_rows(result)
+        final_ids = final_env_ids.detach().cpu().numpy()
         if not np.array_equal(np.flatnonzero(ended), final_ids):
             raise ValueError(f"final_env_ids {final_ids.tolist()} differ from the ended envs {np.flatnonzero(ended).tolist()}")
 
@@ -144,7 +145,7 @@ class EpisodeDatasetWriter:
         for group in self.groups:
             chunk[_column_name("observation", group)] = obs[group].detach().cpu().float().numpy()
             terminal = np.zeros_like(chunk[_column_name("observation", group)])
-            terminal[final_ids] = result.final_obs[group].detach().cpu().float().numpy()
+            terminal[final_ids] = final_obs[group].detach().cpu().float().numpy()
             chunk[_column_name("terminal_observation", group)] = terminal
         chunk["_has_terminal"] = ended.copy()
         # observations after the step: the terminal observation of an episode the horizon cuts here

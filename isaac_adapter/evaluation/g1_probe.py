@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.episode import final_rows
 
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
@@ -116,7 +117,7 @@ class G1WalkProbe:
     def after_step(self, result: StepResult) -> StepSample:
         task = self.task
         # rows of envs that ended come from the terminal snapshot: task.state already shows their respawn
-        ended = result.final_env_ids.to(task.device)
+        ended = final_rows(result)[0].to(task.device)
         state, command = task.pre_reset_state(ended)
         # the step's action: last_action, which the reset of an ended env zeroed (its terminal copy has it)
         action = task.last_action.clone()

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import ObsGroups, StepResult
+from ppo_bootstrap.episode import final_rows
 
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
@@ -97,7 +98,7 @@ class IsaacVelocityProbe:
         cause[result.truncated] = CAUSE_TIMEOUT
         cause[result.terminated] = CAUSE_TRAIN_RULE  # the task's own termination terms
         sample = self._read(cause)
-        ended = result.final_env_ids.to(self.base.device)
+        ended = final_rows(result)[0].to(self.base.device)
         if ended.numel() and self._pre_reset is not None:  # their live rows already show the respawn
             for name in ("root_pos_w", "tilt_xy", "lin_vel_b", "ang_vel_b", "foot_contact", "torque", "command"):
                 getattr(sample, name)[ended] = getattr(self._pre_reset, name)[ended]

@@ -4,7 +4,10 @@
 (MuJoCo on CPU threads, or MuJoCo Warp): the task itself, its buffers and the ``DirectRLEnv`` hooks
 are :class:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask`; this class supplies the simulator seam
 (read the robot state, write reset rows, hold joint targets for ``decimation`` substeps) and runs
-``step`` in ``DirectRLEnv.step``'s order, with a same-step auto-reset of the ended envs only.
+``step`` in ``DirectRLEnv.step``'s order, with a same-step auto-reset of the ended envs only. The
+reset goes by mask and the step returns the dense form of the final observations
+(``final_obs_all``), so on a GPU a step never waits for the device to learn which envs ended
+(``validate_actions = False`` also drops the per-step finiteness check of the actions).
 
 Episode ends (see :mod:`.config` for the step arithmetic):
 
@@ -29,7 +32,7 @@ import torch
 from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
 from ppo_bootstrap.episode import done_mask
 
-from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
+from isaac_adapter.backends.base import PhysicsBackend, PhysicsState, reset_masked
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
@@ -116,6 +119,9 @@ class G1WalkEnv(G1WalkTask):
         # this step's episode ends, as DirectRLEnv names them
         self.reset_terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self.reset_time_outs = torch.zeros_like(self.reset_terminated)
+        # step() checks that actions are finite, a host synchronisation per step on a GPU; a trainer
+        # that trusts its policy (examples/g1_walk.py --no-validate) turns it off
+        self.validate_actions = True
         self._init_task(cfg, nominal_qpos, tuple(joint_names), backend.num_feet)
 
     # -- VecEnv --------------------------------------------------------------------------------
@@ -130,7 +136,7 @@ class G1WalkEnv(G1WalkTask):
 
     def step(self, actions: torch.Tensor) -> StepResult:
         """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step."""
-        check_actions(actions, self.num_envs, self.num_actions, self.device)
+        check_actions(actions, self.num_envs, self.num_actions, self.device, finite=self.validate_actions)
         self._pre_physics_step(actions)
         self._apply_action()
         self.episode_length_buf += 1
@@ -142,15 +148,13 @@ class G1WalkEnv(G1WalkTask):
         obs = self._get_observations()
 
         log = self._step_log(truncated)
-        final_env_ids = torch.nonzero(done_mask(terminated, truncated)).flatten()
-        if final_env_ids.numel() > 0:
-            # final observation and snapshot from the pre-reset state; only then reset
-            final_obs = {group: value[final_env_ids] for group, value in obs.items()}
-            self._record_episode_end(final_env_ids)
-            self._reset_idx(final_env_ids)
-            obs = self._get_observations()
-        else:
-            final_obs = {group: value[:0] for group, value in obs.items()}
+        # every env's pre-reset observation is the final one of those that ended (the dense form of
+        # the contract): the reset goes by mask, so no step waits on the GPU to learn which ended
+        final_obs_all = obs
+        done = done_mask(terminated, truncated)
+        self._record_episode_end(done)
+        self._reset_idx(done)
+        obs = self._get_observations()
 
         log.update(self._last_episode_log())
         info: dict[str, Any] = {
@@ -158,7 +162,7 @@ class G1WalkEnv(G1WalkTask):
             "termination_cause": self.termination_cause.clone(),
             "time_outs": truncated,
         }
-        return StepResult(obs, reward, terminated, truncated, final_obs, final_env_ids, info)
+        return StepResult(obs, reward, terminated, truncated, None, None, info, final_obs_all=final_obs_all)
 
     # -- the simulator seam --------------------------------------------------------------------
 
@@ -179,6 +183,10 @@ class G1WalkEnv(G1WalkTask):
     def _write_reset_rows(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         physics = self.backend.device
         self.backend.reset_envs(env_ids.to(physics), qpos.to(physics), qvel.to(physics))
+
+    def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        physics = self.backend.device
+        reset_masked(self.backend, mask.to(physics), qpos.to(physics), qvel.to(physics))
 
     # -- checkpointing ---------------------------------------------------------------------------
 

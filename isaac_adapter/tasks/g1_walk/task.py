@@ -35,11 +35,12 @@ terminal snapshot (physics state and the task histories the observation reads) a
 
 No hook forces a host synchronisation on a GPU: no ``.item()``, no data-dependent shapes, no
 uploads of Python values per step (constants are made on the device, the command ranges uploaded
-once when they change), per-env choices by ``torch.where`` over every env. The ids of the ended
-envs (``_record_episode_end``, ``_reset_idx``) come from the caller, whose ``nonzero`` over the done
-mask synchronises once per step. The reset stays id-based: it draws spawn noise and commands for
-the ``K`` ended envs only, and a reset by mask over all ``N`` envs would draw ``N`` rows, another
-random stream, so other results.
+once when they change), per-env choices by ``torch.where`` over every env. ``_record_episode_end``
+and ``_reset_idx`` take the ended envs as a bool mask ``[N]`` (the embedded env's step, no
+``nonzero``) or as env ids ``[K]`` (Isaac Lab's ``DirectRLEnv``); either way they write by mask
+over every env and draw spawn noise and commands for all ``N`` envs, so the random stream does not
+depend on which envs ended. The spawn rows reach the simulator through ``_write_reset_rows_masked``
+(MuJoCo Warp: a masked reset, no sync) or, with ids at hand, ``_write_reset_rows``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.tasks.g1_walk import terms
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+
+def _rows(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``mask`` ``[N]`` shaped to broadcast over the rows of ``like`` ``[N, ...]``."""
+    return mask.view(-1, *([1] * (like.dim() - 1)))
+
 
 # joints pulled towards the nominal pose (they should not wander while the legs walk)
 _DEVIATION_JOINTS = ("hip_yaw", "hip_roll", "waist", "shoulder", "elbow", "wrist")
@@ -236,31 +242,59 @@ class G1WalkTask:
         """Observation groups of every env now (see :meth:`observations_from`)."""
         return self.observations_from(self.state, self.command, self.last_action, self.air_time)
 
-    def _reset_idx(self, env_ids: torch.Tensor) -> None:
-        """Reset only ``env_ids`` ``[K]``: physics to the nominal pose plus joint noise, a new command,
-        every history cleared; :attr:`state` is read again."""
-        cfg, k = self.task_cfg, env_ids.numel()
-        u = torch.rand(k, self.num_joints, device=self.device, generator=self.generator)
+    def _reset_idx(self, ended: torch.Tensor) -> None:
+        """Reset only the envs ``ended``: a bool mask ``[N]``, or env ids ``[K]`` (Isaac Lab's call).
+        Physics to the nominal pose plus joint noise, a new command, every history cleared;
+        :attr:`state` is read again.
+
+        Spawn noise and commands are drawn for all ``N`` envs and kept where ``ended``: fixed
+        shapes, so a reset by mask needs no host synchronisation, and the random stream does not
+        depend on which envs ended.
+        """
+        cfg, n = self.task_cfg, self.num_envs
+        done = self._as_mask(ended)
+        u = torch.rand(n, self.num_joints, device=self.device, generator=self.generator)
         noise = cfg.joint_pos_noise * (2 * u - 1)
-        qpos = self.nominal_qpos.expand(k, -1).clone()
+        qpos = self.nominal_qpos.expand(n, -1).clone()
         qpos[:, 7:] += noise
-        qvel = torch.zeros(k, 6 + self.num_joints, device=self.device)
-        self._write_reset_rows(env_ids, qpos, qvel)
+        qvel = torch.zeros(n, 6 + self.num_joints, device=self.device)
+        if ended.dtype == torch.bool:
+            self._write_reset_rows_masked(done, qpos, qvel)
+        else:  # ids at hand: the simulator's id-based write, no nonzero needed
+            ids = ended.to(self.device, torch.long)
+            self._write_reset_rows(ids, qpos[ids], qvel[ids])
 
         # drawn even when held, so the random stream does not depend on it (it depends on the config only)
-        sampled = self._sample_commands(k)
-        self.command[env_ids] = sampled if self.held_command is None else self.held_command[env_ids]
+        sampled = self._sample_commands(n)
+        column = done.unsqueeze(-1)
+        self.command.copy_(torch.where(column, sampled if self.held_command is None else self.held_command,
+                                       self.command))
         if cfg.resampling_time_range is not None:
-            self.command_steps_left[env_ids] = self._sample_command_steps(k)
-        # index_fill_, not ``x[env_ids] = 0``: a Python number assigned through an index is uploaded
-        # to the device first, a host synchronisation per buffer on a GPU
+            self.command_steps_left.copy_(torch.where(done, self._sample_command_steps(n), self.command_steps_left))
+        # masked_fill_ with a Python number: no upload, no host synchronisation on a GPU
         for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
                        self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
                        self._reward_sums):
-            buffer.index_fill_(0, env_ids, 0)
-        self.first_raw_step.index_fill_(0, env_ids, NEVER)
-        self.first_active_step.index_fill_(0, env_ids, NEVER)
+            buffer.masked_fill_(_rows(done, buffer), 0)
+        self.first_raw_step.masked_fill_(column, NEVER)
+        self.first_active_step.masked_fill_(column, NEVER)
         self.state = self._read_robot_state()
+
+    def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Spawn rows ``qpos`` ``[N, 7 + J]`` / ``qvel`` ``[N, 6 + J]`` into the envs where ``mask``
+        ``[N]``; by default through ``_write_reset_rows`` with the ``nonzero`` ids (an env whose
+        simulator resets by mask overrides this)."""
+        ids = torch.nonzero(mask).flatten()
+        if ids.numel():
+            self._write_reset_rows(ids, qpos[ids], qvel[ids])
+
+    def _as_mask(self, ended: torch.Tensor) -> torch.Tensor:
+        """``[N]`` bool from a mask ``[N]`` or env ids ``[K]``."""
+        ended = torch.as_tensor(ended, device=self.device)
+        if ended.dtype == torch.bool:
+            return ended
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        return mask.index_fill_(0, ended.to(torch.long), True)
 
     # -- what the hooks compute ----------------------------------------------------------------
 
@@ -350,28 +384,34 @@ class G1WalkTask:
 
     # -- episode ends --------------------------------------------------------------------------
 
-    def _record_episode_end(self, env_ids: torch.Tensor) -> None:
-        """Copy everything about the ending episodes ``env_ids`` ``[K]`` into buffers that survive the
-        reset; call it after the final observations and before :meth:`_reset_idx`."""
-        s = self.state
-        for name, value in s.as_dict().items():
-            getattr(self.terminal_state, name)[env_ids] = value[env_ids]
-        self.terminal_task["command"][env_ids] = self.command[env_ids]
-        self.terminal_task["last_action"][env_ids] = self.last_action[env_ids]
-        self.terminal_task["air_time"][env_ids] = self.air_time[env_ids]
-        self.last_cause[env_ids] = self.termination_cause[env_ids]
-        self.last_episode_length[env_ids] = self.episode_length_buf[env_ids]
-        self.last_first_raw_step[env_ids] = self.first_raw_step[env_ids]
-        self.last_first_active_step[env_ids] = self.first_active_step[env_ids]
-        self.episodes_finished[env_ids] += 1
+    def _record_episode_end(self, ended: torch.Tensor) -> None:
+        """Copy everything about the ending episodes (``ended``: a bool mask ``[N]`` or env ids
+        ``[K]``) into buffers that survive the reset; call it after the final observations and
+        before :meth:`_reset_idx`. Masked writes over every env: fixed shapes, no host sync."""
+        done = self._as_mask(ended)
 
-        seconds = self.episode_length_buf[env_ids].float() * self.task_cfg.policy_dt
+        def keep_ended(buffer: torch.Tensor, value: torch.Tensor) -> None:
+            buffer.copy_(torch.where(_rows(done, buffer), value, buffer))
+
+        for name, value in self.state.as_dict().items():
+            keep_ended(getattr(self.terminal_state, name), value)
+        keep_ended(self.terminal_task["command"], self.command)
+        keep_ended(self.terminal_task["last_action"], self.last_action)
+        keep_ended(self.terminal_task["air_time"], self.air_time)
+        keep_ended(self.last_cause, self.termination_cause)
+        keep_ended(self.last_episode_length, self.episode_length_buf)
+        keep_ended(self.last_first_raw_step, self.first_raw_step)
+        keep_ended(self.last_first_active_step, self.first_active_step)
+        self.episodes_finished += done.to(self.episodes_finished.dtype)
+
+        # rows that did not end may have 0 steps (0 / 0); where() drops them, clamp keeps them finite
+        seconds = self.episode_length_buf.float().clamp_min(1.0) * self.task_cfg.policy_dt
         # the columns of last_episode_stats: length, then per-second rates (support times, touchdowns,
-        # reward sums), all rows of env_ids in one write
-        totals = torch.cat((torch.stack((self.double_support_time[env_ids], self.single_support_time[env_ids],
-                                         self.touchdown_count[env_ids].sum(-1).float()), dim=-1),
-                            self._reward_sums[env_ids]), dim=-1)
-        self._episode_stats[env_ids] = torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1)
+        # reward sums), all rows in one write
+        totals = torch.cat((torch.stack((self.double_support_time, self.single_support_time,
+                                         self.touchdown_count.sum(-1).float()), dim=-1),
+                            self._reward_sums), dim=-1)
+        keep_ended(self._episode_stats, torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1))
 
     def terminal_observations(self, env_ids: torch.Tensor) -> ObsGroups:
         """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode)."""
