@@ -18,10 +18,13 @@ bit-identical.
     python benchmarks/env_gpu.py --num-envs 4096 --steps 500
     python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
     python benchmarks/env_gpu.py --num-envs 16384 --njmax 0 128                 # constraint rows per world
+    python benchmarks/env_gpu.py --num-envs 4096 --nconmax 0 16 --njmax 0 128   # contacts per world, pooled
     python benchmarks/env_gpu.py --num-envs 4096 16384 --breakdown             # policy / physics / task ms per step
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
-each does to the dynamics and to the gate); one row per setting, ``--njmax`` and size. ``--njmax``
+each does to the dynamics and to the gate; ``sensors=file`` keeps the model file's IMU sensors);
+one row per setting, ``--njmax``, ``--nconmax`` and size. ``--nconmax`` sizes the contact buffer
+(per world, pooled over the worlds, so it bounds the total; 0: the backend's bound, 102). ``--njmax``
 sizes the per-world constraint-row buffers (0: the backend's bound, every contact and limit active
 at once, 292 rows for the G1, where about 85 are used); a row whose envs asked for more fails its
 health check instead of dropping constraints.
@@ -118,10 +121,11 @@ def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -
 
 
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
-            physics: Setting, njmax: int = 0, breakdown: bool = False) -> dict:
+            physics: Setting, njmax: int = 0, breakdown: bool = False, nconmax: int = 0) -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
-    backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None)
+    backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None,
+                                                nconmax=nconmax or None)
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
     env.validate_actions = False  # as training with --no-validate: no per-step host sync for the finiteness check
     dev = env.device
@@ -130,7 +134,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
         obs["policy"].shape[-1], obs["critic"].shape[-1], env.num_actions,
         PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     ).to(dev).eval()
-    label = physics.label() + (f", njmax {njmax}" if njmax else "")
+    label = physics.label() + (f", njmax {njmax}" if njmax else "") + (f", nconmax {nconmax}" if nconmax else "")
     row: dict = {"setting": label, "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
     ends = 0
     try:
@@ -195,11 +199,14 @@ def main() -> None:
                         help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,it=][,ls=])")
     parser.add_argument("--njmax", type=int, nargs="+", default=[0],
                         help="constraint rows per world (0: the backend's bound); one row per value")
+    parser.add_argument("--nconmax", type=int, nargs="+", default=[0],
+                        help="contacts per world, pooled over the worlds (0: the backend's bound); one row per value")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the policy, physics and task phases of a step, each synchronized")
     args = parser.parse_args()
-    if any(n < 0 for n in args.njmax):
-        parser.error(f"--njmax must be >= 0 (0: the backend's bound), got {args.njmax}")
+    for flag, values in (("--njmax", args.njmax), ("--nconmax", args.nconmax)):
+        if any(n < 0 for n in values):
+            parser.error(f"{flag} must be >= 0 (0: the backend's bound), got {values}")
     try:
         settings = [parse_setting(text) for text in args.physics]
     except ValueError as err:
@@ -219,10 +226,11 @@ def main() -> None:
     rows = []
     for setting in settings:
         for njmax in args.njmax:
-            for n in args.num_envs:
-                rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device, args.check_every,
-                                    setting, njmax, args.breakdown))
-                print(rows[-1], flush=True)
+            for nconmax in args.nconmax:
+                for n in args.num_envs:
+                    rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
+                                        args.check_every, setting, njmax, args.breakdown, nconmax))
+                    print(rows[-1], flush=True)
 
     print()
     header = (

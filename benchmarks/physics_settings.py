@@ -75,6 +75,7 @@ class Setting:
     decimation: int
     iterations: int | None = None
     ls_iterations: int | None = None
+    file_sensors: bool = False  # the model file's IMU sensors kept (cost only: the dynamics are the same)
 
     @property
     def policy_dt(self) -> float:
@@ -83,7 +84,8 @@ class Setting:
     def config_overrides(self) -> dict:
         """The :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` fields this setting sets."""
         return {"sim_dt": self.sim_dt, "decimation": self.decimation,
-                "solver_iterations": self.iterations, "ls_iterations": self.ls_iterations}
+                "solver_iterations": self.iterations, "ls_iterations": self.ls_iterations,
+                "model_file_sensors": self.file_sensors}
 
     def resolved(self, file_iterations: int, file_ls_iterations: int) -> Setting:
         """The same physics with the file's solver budget written out (for comparing settings)."""
@@ -94,7 +96,8 @@ class Setting:
         """``"dt 0.005 x4, it file, ls file"``, ``"dt 0.004 x5, it 3, ls 4"``."""
         it = "file" if self.iterations is None else str(self.iterations)
         ls = "file" if self.ls_iterations is None else str(self.ls_iterations)
-        return f"dt {self.sim_dt:g} x{self.decimation}, it {it}, ls {ls}"
+        sensors = ", file sensors" if self.file_sensors else ""
+        return f"dt {self.sim_dt:g} x{self.decimation}, it {it}, ls {ls}{sensors}"
 
 
 def _positive_int(key: str, value: str) -> int:
@@ -109,7 +112,9 @@ def _positive_int(key: str, value: str) -> int:
 
 def parse_setting(text: str) -> Setting:
     """``"dt=0.004,dec=5,it=3,ls=4"`` -> :class:`Setting`. ``dt`` and ``dec`` are required; ``it`` and
-    ``ls`` are optional (absent or ``file``: the model file's). Raises ``ValueError`` on anything else."""
+    ``ls`` are optional (absent or ``file``: the model file's), and so is ``sensors`` (``task``, the
+    default: the task's foot sensors only; ``file``: the model file's sensors too). Raises
+    ``ValueError`` on anything else."""
     fields: dict[str, str] = {}
     for part in text.split(","):
         if not part.strip():
@@ -118,8 +123,8 @@ def parse_setting(text: str) -> Setting:
         key, value = key.strip(), value.strip()
         if not sep or not value:
             raise ValueError(f"{text!r}: expected key=value, got {part.strip()!r}")
-        if key not in ("dt", "dec", "it", "ls"):
-            raise ValueError(f"{text!r}: unknown key {key!r} (keys: dt, dec, it, ls)")
+        if key not in ("dt", "dec", "it", "ls", "sensors"):
+            raise ValueError(f"{text!r}: unknown key {key!r} (keys: dt, dec, it, ls, sensors)")
         if key in fields:
             raise ValueError(f"{text!r}: {key} given twice")
         fields[key] = value
@@ -133,7 +138,10 @@ def parse_setting(text: str) -> Setting:
     if not (math.isfinite(sim_dt) and sim_dt > 0):
         raise ValueError(f"{text!r}: dt must be positive, got {fields['dt']!r}")
     budget = {k: None if fields.get(k, "file") == "file" else _positive_int(k, fields[k]) for k in ("it", "ls")}
-    return Setting(sim_dt, _positive_int("dec", fields["dec"]), budget["it"], budget["ls"])
+    sensors = fields.get("sensors", "task")
+    if sensors not in ("task", "file"):
+        raise ValueError(f"{text!r}: sensors must be task or file, got {sensors!r}")
+    return Setting(sim_dt, _positive_int("dec", fields["dec"]), budget["it"], budget["ls"], sensors == "file")
 
 
 def rms(x: np.ndarray) -> float:

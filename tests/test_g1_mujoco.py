@@ -142,6 +142,28 @@ def test_solver_iterations_reach_the_model_and_default_to_the_files():
     assert (tuned.iterations, tuned.ls_iterations) == (3, 4)
 
 
+def test_dropping_the_file_sensors_leaves_the_dynamics_bit_identical():
+    """The model file's 14 IMU sensors (two accelerometers among them) are dropped by default: the
+    same env, with them kept, steps through falls, resets and contacts to the same bits."""
+    import torch
+
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
+
+    envs = [G1WalkEnv(G1WalkConfig(num_envs=3, physics_threads=1, model_file_sensors=keep)) for keep in (False, True)]
+    assert [env.backend.model.nsensor for env in envs] == [4, 18]  # the task's foot contact and velocity sensors
+    for env in envs:
+        env.reset(seed=3)
+    gen = torch.Generator().manual_seed(0)
+    ends = 0
+    for _ in range(120):
+        actions = 1.5 * torch.randn(3, envs[0].num_actions, generator=gen)
+        a, b = (env.step(actions) for env in envs)
+        ends += int((a.terminated | a.truncated).sum())
+        assert torch.equal(a.obs["critic"], b.obs["critic"]) and torch.equal(a.reward, b.reward)
+        assert torch.equal(a.final_obs_all["critic"], b.final_obs_all["critic"])
+    assert ends >= 3  # resets were crossed
+
+
 def test_the_smooth_task_id_builds_and_steps():
     import torch
 

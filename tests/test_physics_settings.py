@@ -27,7 +27,12 @@ def test_parse_setting_reads_every_key() -> None:
     assert s == ps.Setting(0.004, 5, 3, 4)
     assert s.policy_dt == pytest.approx(0.02)
     assert s.label() == "dt 0.004 x5, it 3, ls 4"
-    assert s.config_overrides() == {"sim_dt": 0.004, "decimation": 5, "solver_iterations": 3, "ls_iterations": 4}
+    assert s.config_overrides() == {"sim_dt": 0.004, "decimation": 5, "solver_iterations": 3, "ls_iterations": 4,
+                                    "model_file_sensors": False}
+    with_file = ps.parse_setting("dt=0.004,dec=5,sensors=file")
+    assert with_file.file_sensors and with_file.config_overrides()["model_file_sensors"]
+    assert with_file.label() == "dt 0.004 x5, it file, ls file, file sensors"
+    assert ps.parse_setting("dt=0.004,dec=5,sensors=task") == ps.Setting(0.004, 5)
 
 
 def test_parse_setting_solver_budget_defaults_to_the_file() -> None:
@@ -54,6 +59,7 @@ def test_parse_setting_solver_budget_defaults_to_the_file() -> None:
     ("dt=0,dec=4", "dt must be positive"),
     ("dt0.005,dec=4", "expected key=value"),
     ("dt=,dec=4", "expected key=value"),
+    ("dt=0.005,dec=4,sensors=imu", "sensors must be task or file"),
 ])
 def test_parse_setting_rejects(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

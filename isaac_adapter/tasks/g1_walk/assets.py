@@ -81,17 +81,27 @@ class G1Model:
 
 
 def build_g1_model(
-    variant: str, sim_dt: float, iterations: int | None = None, ls_iterations: int | None = None
+    variant: str,
+    sim_dt: float,
+    iterations: int | None = None,
+    ls_iterations: int | None = None,
+    file_sensors: bool = False,
 ) -> G1Model:
     """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors.
 
     ``iterations`` / ``ls_iterations``: the constraint solver's ``opt.iterations`` and
-    ``opt.ls_iterations``; None keeps the file's.
+    ``opt.ls_iterations``; None keeps the file's. ``file_sensors``: keep the file's own sensors (IMU
+    readings: velocimeters, gyros, frame axes, accelerometers), which nothing here reads. Sensors
+    never act on the dynamics, but they are computed on every substep, and an accelerometer alone
+    makes MuJoCo run its post-constraint inverse dynamics each time; so by default they are dropped.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown G1 model variant {variant!r}; choose from {sorted(VARIANTS)}")
     info = VARIANTS[variant]
     spec = mujoco.MjSpec.from_file(str(asset_root() / info.scene))
+    if not file_sensors:
+        for sensor in list(spec.sensors):
+            spec.delete(sensor)
     spec.option.timestep = sim_dt
     if iterations is not None:
         spec.option.iterations = int(iterations)

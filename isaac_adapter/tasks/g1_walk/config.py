@@ -112,6 +112,9 @@ class G1WalkConfig:
     # matches the reference G1 the thresholds were tuned on (1.28 s, 16/16 tilt). The kp=500 model
     # stands only through gains about 6x the RL models' and falls soonest once the policy explores.
     model_variant: str = "menagerie_mjx"
+    # keep the model file's own sensors (IMU readings the task never reads; see assets.build_g1_model):
+    # the dynamics are bit-identical either way, only the cost of a substep differs
+    model_file_sensors: bool = False
     physics_threads: int = 0  # CPU backends: worker threads, 0 for every core
     sim_dt: float = 0.005
     decimation: int = 4
@@ -122,6 +125,13 @@ class G1WalkConfig:
     # MuJoCo backends only (Isaac Lab's solver has its own settings).
     solver_iterations: int | None = None
     ls_iterations: int | None = None
+    # MuJoCo Warp's buffers: contacts per world (pooled over the worlds) and constraint rows per
+    # world (a hard limit per world); None sizes both for every contact and limit at once
+    # (backends.mujoco_warp.contact_capacity: 102 and 292 for the G1, of which about 5 and 85 are
+    # used). They set the size of the collision and solver launches; an overflow stops training
+    # with the health check's error naming the envs, never drops contacts silently.
+    warp_nconmax: int | None = None
+    warp_njmax: int | None = None
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
     action_clip: float = 10.0
@@ -219,6 +229,10 @@ class G1WalkConfig:
             )
         if self.num_envs <= 0:
             raise ValueError(f"num_envs must be positive, got {self.num_envs}")
+        for name in ("solver_iterations", "ls_iterations", "warp_nconmax", "warp_njmax"):
+            value = getattr(self, name)
+            if value is not None and not (int(value) == value and value > 0):
+                raise ValueError(f"{name} must be a positive integer or None, got {value}")
         for name in ("tilt_grace_s", "lateral_grace_s"):
             grace = getattr(self, name)
             if grace < 0:
