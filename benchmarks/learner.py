@@ -33,7 +33,8 @@ before every iteration, outside the timed region.
 Timing: warmup iterations, then the median of ``--repeats`` iterations per learner, interleaved
 (one iteration of each in turn). On CUDA each phase is bracketed by ``torch.cuda.Event``s.
 
-Run: ``python benchmarks/learner.py`` (CPU) or ``python benchmarks/learner.py --device cuda``.
+Run: ``python benchmarks/learner.py`` (CPU) or ``python benchmarks/learner.py --device cuda`` (``--tf32``:
+TensorFloat-32 matmuls for both, as Isaac Lab's train scripts set them).
 """
 
 from __future__ import annotations
@@ -264,9 +265,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_rollout_args(p, per="learner")
     p.add_argument("--p-term", type=float, default=0.002, help="fraction of env steps that end in a fall")
+    p.add_argument("--tf32", action="store_true", help="TensorFloat-32 matmuls for both learners (GPU)")
     p.add_argument("--p-trunc", type=float, default=0.001, help="fraction of env steps that end in a timeout")
     a = p.parse_args()
     device, repeats, warmup = resolve_rollout_args(a)
+    if a.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     T, N = a.steps, a.num_envs
     if (T * N) % HYPER["num_mini_batches"]:
         raise SystemExit(f"{T} x {N} samples do not split into {HYPER['num_mini_batches']} mini-batches")
@@ -275,7 +280,7 @@ def main() -> int:
     print(f"rollout {T} steps x {N} envs = {T * N} samples; obs policy {POLICY_DIM}, critic {CRITIC_DIM}, "
           f"actions {NUM_ACTIONS}; MLP {'-'.join(map(str, HIDDEN))} ELU; "
           f"{HYPER['num_learning_epochs']} epochs x {HYPER['num_mini_batches']} mini-batches; "
-          f"p_term={a.p_term} p_trunc={a.p_trunc}; warmup={warmup} repeats={repeats}")
+          f"p_term={a.p_term} p_trunc={a.p_trunc}; warmup={warmup} repeats={repeats}; tf32 {'on' if a.tf32 else 'off'}")
 
     torch.manual_seed(a.seed)
     policy = make_policy(device)

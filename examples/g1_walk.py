@@ -87,6 +87,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--symmetry-loss-coef", type=float, default=None,
                         help="weight of the mirror loss with --symmetry loss or both (default 1.0)")
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: the Runner's choice)")
+    parser.add_argument("--tf32", action="store_true",
+                        help="TensorFloat-32 matmuls on the GPU (Ampere and newer), as Isaac Lab's train scripts "
+                        "set: faster updates with a 10-bit mantissa in the products")
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the per-step env contract checks and the G1 env's finite-action check "
                         "(each costs a host sync on GPU)")
@@ -219,6 +222,9 @@ def train(args: argparse.Namespace) -> Runner:
     rank = distributed.rank()
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
 
     cfg = RunnerConfig(
         num_steps_per_env=args.num_steps_per_env,

@@ -67,3 +67,21 @@ def test_example_script_trains_and_writes_a_checkpoint(tmp_path: Path) -> None:
         sys.path.pop(0)
     runner = main(["--num-envs", "8", "--iterations", "1", "--num-steps-per-env", "8", "--log-dir", str(tmp_path)])
     assert runner.iteration == 1 and (tmp_path / "model_1.pt").exists()
+    assert runner.env.validate_actions and not torch.backends.cuda.matmul.allow_tf32
+
+
+def test_example_script_flags_for_speed(tmp_path: Path) -> None:
+    """--no-validate also drops the env's finite-action check; --tf32 switches TF32 matmuls on."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    try:
+        from g1_walk import main
+    finally:
+        sys.path.pop(0)
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        runner = main(["--num-envs", "8", "--iterations", "1", "--num-steps-per-env", "8", "--log-dir", str(tmp_path),
+                       "--no-validate", "--tf32"])
+        assert not runner.env.validate_actions and not runner.cfg.validate_env_output
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
