@@ -24,3 +24,14 @@ def yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
     half = 0.5 * yaw
     zero = torch.zeros_like(half)
     return torch.stack([torch.cos(half), zero, zero, torch.sin(half)], dim=-1)
+
+
+def rows_of(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``mask`` ``[N]`` shaped to broadcast over the rows of ``like`` ``[N, ...]``."""
+    return mask.view(-1, *([1] * (like.dim() - 1)))
+
+
+def put_rows(buffer: torch.Tensor, mask: torch.Tensor, value: torch.Tensor) -> None:
+    """``buffer[mask] = value[mask]`` over the rows ``[N, ...]`` of both, in place: one kernel, fixed
+    shapes, no host synchronisation (boolean indexing would need the count of true rows)."""
+    torch.where(rows_of(mask, buffer), value, buffer, out=buffer)

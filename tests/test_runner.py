@@ -280,3 +280,28 @@ def test_checks_that_run_on_every_step_without_validation_read_no_tensor_data():
     watch.lengths(meta(3), result.truncated)
     with pytest.raises(NotImplementedError):  # the ids check reads them
         check_contract(3, result, {"policy": (1,), "critic": (2,)}, "meta", ids=True)
+
+
+def test_log_sums_match_a_float64_recount_whatever_the_keys_do():
+    from ppo_bootstrap.runner import LogSums
+
+    g = torch.Generator().manual_seed(0)
+    steps = []
+    for t in range(9):
+        log = {"a": torch.rand((), generator=g), "b": torch.rand(1, generator=g), "ramp": 0.1 * t}
+        if t >= 5:  # a key appears mid-rollout: a new vector, the old one kept
+            log["late"] = torch.tensor(float(t))
+        if t == 7:
+            log["ramp"] = torch.tensor(0.7)  # the same key once as a tensor
+        steps.append(log)
+    sums = LogSums()
+    for log in steps:
+        sums.add(log)
+    expected: dict[str, float] = {}
+    for log in steps:
+        for key, value in log.items():
+            expected[key] = expected.get(key, 0.0) + float(value)
+    got = sums.totals()
+    assert set(got) == set(expected)
+    for key in expected:
+        assert got[key] == pytest.approx(expected[key], rel=1e-6), key

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.math import quat_apply, quat_apply_inverse
+from isaac_adapter.math import put_rows, quat_apply, quat_apply_inverse
 
 
 @dataclass(frozen=True)
@@ -175,11 +175,10 @@ class RobotArrays:
         read and every other row stays bit-identical. Fixed shapes, no host synchronisation."""
         mask = mask.to(self.qpos.device, torch.bool)
         rows_q, rows_v = self._fresh_rows(self.qpos.clone(), self.qvel.clone(), qpos, qvel)
-        keep = mask[:, None]
-        self.qpos.copy_(torch.where(keep, rows_q, self.qpos))
-        self.qvel.copy_(torch.where(keep, rows_v, self.qvel))
-        self.ctrl.copy_(torch.where(keep, rows_q[:, self._joint_q].to(self.ctrl.dtype), self.ctrl))
-        self.torque.masked_fill_(keep, 0.0)
+        put_rows(self.qpos, mask, rows_q)
+        put_rows(self.qvel, mask, rows_v)
+        put_rows(self.ctrl, mask, rows_q[:, self._joint_q].to(self.ctrl.dtype))
+        self.torque.masked_fill_(mask[:, None], 0.0)
 
     def _fresh_rows(
         self, rows_q: torch.Tensor, rows_v: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor

@@ -46,6 +46,7 @@ import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.backends.layout import RobotArrays, robot_layout
+from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
 #: constraint rows, non-zeros, CCD, EPA). Solver and line-search iteration caps are not among them:
@@ -339,7 +340,6 @@ class MujocoWarpBackend:
         mask = self._reset_mask
         # keep what reset_data is about to clear: overflow bits of the reset worlds
         self._flags |= self._overflow
-        keep = ~mask[:, None]
         saved = (self._sensordata.clone(), self._xpos.clone(), self._subtree_com.clone())
 
         # mj_resetData on those worlds: time, controls, activations, warm start, applied forces...
@@ -350,9 +350,8 @@ class MujocoWarpBackend:
         # positions, velocities, sensors of the new states (step1 runs on every world; the
         # outputs reported by state() are put back where the state did not change)
         self._run("stage")
-        self._sensordata.copy_(torch.where(keep, saved[0], self._sensordata))
-        self._xpos.copy_(torch.where(keep[..., None], saved[1], self._xpos))
-        self._subtree_com.copy_(torch.where(keep[..., None], saved[2], self._subtree_com))
+        for current, before in zip((self._sensordata, self._xpos, self._subtree_com), saved):
+            put_rows(current, ~mask, before)
 
     # -- health --------------------------------------------------------------------------------
 

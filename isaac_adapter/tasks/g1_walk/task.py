@@ -54,14 +54,10 @@ from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups
 from ppo_bootstrap.symmetry import Symmetry
 
 from isaac_adapter.backends.base import PhysicsState
+from isaac_adapter.math import put_rows, rows_of
 from isaac_adapter.tasks.g1_walk import terms
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
-
-def _rows(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """``mask`` ``[N]`` shaped to broadcast over the rows of ``like`` ``[N, ...]``."""
-    return mask.view(-1, *([1] * (like.dim() - 1)))
-
 
 # joints pulled towards the nominal pose (they should not wander while the legs walk)
 _DEVIATION_JOINTS = ("hip_yaw", "hip_roll", "waist", "shoulder", "elbow", "wrist")
@@ -267,15 +263,14 @@ class G1WalkTask:
         # drawn even when held, so the random stream does not depend on it (it depends on the config only)
         sampled = self._sample_commands(n)
         column = done.unsqueeze(-1)
-        self.command.copy_(torch.where(column, sampled if self.held_command is None else self.held_command,
-                                       self.command))
+        put_rows(self.command, done, sampled if self.held_command is None else self.held_command)
         if cfg.resampling_time_range is not None:
-            self.command_steps_left.copy_(torch.where(done, self._sample_command_steps(n), self.command_steps_left))
+            put_rows(self.command_steps_left, done, self._sample_command_steps(n))
         # masked_fill_ with a Python number: no upload, no host synchronisation on a GPU
         for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
                        self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
                        self._reward_sums):
-            buffer.masked_fill_(_rows(done, buffer), 0)
+            buffer.masked_fill_(rows_of(done, buffer), 0)
         self.first_raw_step.masked_fill_(column, NEVER)
         self.first_active_step.masked_fill_(column, NEVER)
         self.state = self._read_robot_state()
@@ -391,7 +386,7 @@ class G1WalkTask:
         done = self._as_mask(ended)
 
         def keep_ended(buffer: torch.Tensor, value: torch.Tensor) -> None:
-            buffer.copy_(torch.where(_rows(done, buffer), value, buffer))
+            put_rows(buffer, done, value)
 
         for name, value in self.state.as_dict().items():
             keep_ended(getattr(self.terminal_state, name), value)
@@ -516,8 +511,8 @@ class G1WalkTask:
         sampled = self._sample_commands(n)
         steps = self._sample_command_steps(n)
         new = sampled if self.held_command is None else self.held_command
-        self.command.copy_(torch.where(due.unsqueeze(-1), new, self.command))
-        self.command_steps_left.copy_(torch.where(due, steps, self.command_steps_left))
+        put_rows(self.command, due, new)
+        put_rows(self.command_steps_left, due, steps)
 
     # -- checkpointing ---------------------------------------------------------------------------
 
