@@ -6,6 +6,7 @@
     python benchmarks/time_to_walk.py --table runs/ttw                              # re-print the table, run nothing
     python benchmarks/time_to_walk.py --table runs/ttw_s0 runs/ttw_s1               # one table of both, medians over both
     python benchmarks/time_to_walk.py --judge-only runs/ttw/exact_s0                # judge a run folder's checkpoints
+    python benchmarks/time_to_walk.py --seeds 0 1 2 --modes state_value --parallel 3 --out runs/sv   # samples only
 
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
 (``torchrun --standalone --nproc-per-node N`` when ``--nproc`` > 1) trains into ``OUT/<mode>_s<seed>``
@@ -32,7 +33,9 @@ Two measures per run:
   shared, so only the first run on a fresh machine compiles from scratch.
 
 The judges share the machine with the trainer, so the steady samples/s is the trainer's speed while
-checkpoints are judged beside it. Prints a table per run and a median per mode (a run that did not
+checkpoints are judged beside it. ``--parallel N`` runs up to N trainers at once on the device: the
+samples to the gate still compare (they do not depend on speed), the speeds do not, so those runs
+show no speed in the table and are left out of the speed medians. Prints a table per run and a median per mode (a run that did not
 reach the gate counts as infinitely long, so the median is finite when more than half reached it),
 and writes ``OUT/time_to_walk.json`` (every judged checkpoint, the machine, the command line).
 """
@@ -53,6 +56,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -164,6 +168,8 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
     launch = meta.get("launch_time")
     sps = steady_median(metrics, warmup)
     record = {**meta, "warmup_iterations": warmup, "steady_steps_per_s": sps,
+              # with --parallel > 1 trainers shared the device: samples compare, speeds do not
+              "speed_comparable": meta.get("parallel", 1) == 1,
               # where an iteration's time goes: the rollout and the update (seconds, steady medians)
               "collection_s": steady_median(metrics, warmup, "perf/collection_s"),
               "learning_s": steady_median(metrics, warmup, "perf/learning_s"),
@@ -211,16 +217,19 @@ def mode_summary(records: list[dict[str, Any]], by: str = "variant") -> list[dic
     for mode in dict.fromkeys(group_key(r, by) for r in records):
         runs = [r for r in records if group_key(r, by) == mode]
         reached = [r["reached"] for r in runs]
-        sps = [r["steady_steps_per_s"] for r in runs if r["steady_steps_per_s"]]
+        timed = [r for r in runs if r.get("speed_comparable", True)]  # alone on the device
+        timed_reached = [r["reached"] for r in timed]
+        sps = [r["steady_steps_per_s"] for r in timed if r["steady_steps_per_s"]]
         out.append({
             "mode": mode,
             "runs": len(runs),
             "reached": sum(reached),
             "samples_to_gate": _median_or_inf([r["samples_to_gate"] for r in runs], reached),
+            "timed_runs": len(timed),
             "steady_steps_per_s": statistics.median(sps) if sps else None,
-            "measure_a_s": _median_or_inf([r["measure_a_s"] for r in runs], reached),
-            "wall_to_gate_s": _median_or_inf([r["wall_to_gate_s"] for r in runs], reached),
-            "first_iteration_s": statistics.median(v) if (v := [r["first_iteration_s"] for r in runs
+            "measure_a_s": _median_or_inf([r["measure_a_s"] for r in timed], timed_reached),
+            "wall_to_gate_s": _median_or_inf([r["wall_to_gate_s"] for r in timed], timed_reached),
+            "first_iteration_s": statistics.median(v) if (v := [r["first_iteration_s"] for r in timed
                                                                  if r["first_iteration_s"] is not None]) else None,
         })
     return out
@@ -246,11 +255,13 @@ HEADERS = ["mode", "seed", "envs", "gate it", "samples to gate", "steady samples
 def table_rows(records: list[dict[str, Any]]) -> list[list[str]]:
     rows = []
     for r in records:
+        timed = r.get("speed_comparable", True)
+        speed = ([_num(r["steady_steps_per_s"], ",.0f"), _num(r["measure_a_s"], ".1f"),
+                  _num(r["wall_to_gate_s"], ".1f"), _num(r["first_iteration_s"], ".1f")] if timed
+                 else [f"shared ({r.get('parallel')} at once)", "-", "-", "-"])
         rows.append([label(r), str(r["seed"]), _envs(r),
                      str(r["gate_iteration"]) if r["reached"] else "not reached",
-                     _num(r["samples_to_gate"], ",d") if r["reached"] else "-",
-                     _num(r["steady_steps_per_s"], ",.0f"), _num(r["measure_a_s"], ".1f"),
-                     _num(r["wall_to_gate_s"], ".1f"), _num(r["first_iteration_s"], ".1f")])
+                     _num(r["samples_to_gate"], ",d") if r["reached"] else "-", *speed])
     return rows
 
 
@@ -280,7 +291,7 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
         if errors:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
-        if r.get("collection_s") is not None and r.get("learning_s") is not None:
+        if r.get("collection_s") is not None and r.get("learning_s") is not None and r.get("speed_comparable", True):
             out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
                        f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s")
         lasts = last_failures(r["judged"])
@@ -296,8 +307,10 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
         out.append(f"{label(r)} seed {r['seed']}: not reached{budget} "
                    f"({len(r['judged'])} checkpoints judged, last iteration {r['iterations']}); {what}")
     for s in mode_summary(records, by):
+        shared = s["runs"] - s.get("timed_runs", s["runs"])
+        timing = f" (speeds of the {s['timed_runs']} run(s) alone on the device)" if shared else ""
         out.append(f"{s['mode']}: reached {s['reached']}/{s['runs']}; median over seeds: samples to gate "
-                   f"{_num(s['samples_to_gate'], ',.0f')}, "
+                   f"{_num(s['samples_to_gate'], ',.0f')}{timing}, "
                    f"steady {_num(s['steady_steps_per_s'], ',.0f', ' samples/s')}, "
                    f"(a) {_num(s['measure_a_s'], '.1f', ' s')}, (b) {_num(s['wall_to_gate_s'], '.1f', ' s')}, "
                    f"first iteration {_num(s['first_iteration_s'], '.1f', ' s')}")
@@ -461,9 +474,11 @@ class Trainer:
 
 
 def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Trainer | None = None,
-          budget_s: float | None = None, stop_timeout: float = 120.0, poll_s: float = 0.5) -> dict[str, Any]:
+          budget_s: float | None = None, stop_timeout: float = 120.0, poll_s: float = 0.5,
+          abort: threading.Event | None = None) -> dict[str, Any]:
     """Judge every checkpoint ``run_dir`` gets until the first pass is settled, stopping ``trainer`` on
-    the first pass or at the end of ``budget_s``. Returns judged rows, why the run stopped, the exit status."""
+    the first pass, at the end of ``budget_s``, or once ``abort`` is set (a run beside it failed).
+    Returns judged rows, why the run stopped, the exit status."""
     pending: dict[cf.Future, tuple[int, str, float | None]] = {}
     submitted: set[int] = set()
     judged: dict[int, dict[str, Any]] = {}
@@ -504,6 +519,9 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
             elif trainer.signalled_at is None and deadline is not None and now >= deadline:
                 trainer.terminate()
                 stop = "budget"
+            elif trainer.signalled_at is None and abort is not None and abort.is_set():
+                trainer.terminate()
+                stop = "stopped: a run beside it failed"
             elif trainer.signalled_at is not None and now > trainer.signalled_at + stop_timeout:
                 trainer.kill()
         if exited and (not pending or settled_first_pass(judged.values(), [it for it, _, _ in pending.values()])):
@@ -576,45 +594,70 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
     }
     result_path = out / RESULTS
     judges = Judges(a.judge_workers, a.judge_threads, gate)
-    try:
-        for variant, mode, seed in runs:
-            name, variant_args = variant
-            run_dir = out / run_name(variant, mode, seed)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            if a.warp_cache == "cold":
-                env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
-            command = trainer_command(sys.executable, a.nproc,
-                                      training_args(mode, seed, a, run_dir, [*extra, *variant_args]))
-            what_run = f"{name}/{mode}" if name else mode
-            print(f"{what_run}, seed {seed}: launching {shlex.join(command)}", flush=True)
-            trainer = Trainer(command, run_dir / "train.log", env)
-            meta = {"mode": mode, "variant": name, "variant_args": variant_args, "seed": seed, "num_envs": a.num_envs, "nproc": a.nproc, "budget_s": a.budget_s,
-                    "launch_time": trainer.launch_time, "run_dir": str(run_dir), "log": str(trainer.log),
-                    "warp_cache": a.warp_cache, "trainer_command": command}
-            (run_dir / RUN_META).write_text(json.dumps(meta, indent=1))
-            try:
-                watched = watch(run_dir, judges, trainer.launch_time, trainer, a.budget_s, a.stop_timeout_s)
-            finally:
-                returncode = trainer.stop(a.stop_timeout_s)
-            metrics = load_metrics(run_dir)
-            if watched["stop"] == "trainer failed" or (watched["stop"] == "trainer finished" and not metrics):
-                status = watched["returncode"]
-                raise SystemExit(f"error: examples/g1_walk.py ({what_run}, seed {seed}) exited with status {status} after "
-                                 f"{time.time() - trainer.launch_time:.0f} s; last lines of {trainer.log}:\n"
-                                 f"{log_tail(trainer.log)}")
-            record = summarize_run({**meta, "stop": watched["stop"], "returncode": returncode}, metrics,
-                                   watched["judged"], a.warmup_iterations)
-            record["checkpoints_written"] = list(checkpoints(run_dir))
+    abort = threading.Event()
+    lock = threading.Lock()
+
+    def run_one(variant: tuple[str, list[str]], mode: str, seed: int) -> dict[str, Any]:
+        name, variant_args = variant
+        run_dir = out / run_name(variant, mode, seed)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if a.warp_cache == "cold":
+            env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
+        command = trainer_command(sys.executable, a.nproc, training_args(mode, seed, a, run_dir, [*extra, *variant_args]))
+        what_run = f"{name}/{mode}" if name else mode
+        print(f"{what_run}, seed {seed}: launching {shlex.join(command)}", flush=True)
+        trainer = Trainer(command, run_dir / "train.log", env)
+        meta = {"mode": mode, "variant": name, "variant_args": variant_args, "seed": seed, "num_envs": a.num_envs,
+                "nproc": a.nproc, "budget_s": a.budget_s, "launch_time": trainer.launch_time, "run_dir": str(run_dir),
+                "log": str(trainer.log), "warp_cache": a.warp_cache, "trainer_command": command,
+                "parallel": a.parallel}
+        (run_dir / RUN_META).write_text(json.dumps(meta, indent=1))
+        try:
+            watched = watch(run_dir, judges, trainer.launch_time, trainer, a.budget_s, a.stop_timeout_s, abort=abort)
+        finally:
+            returncode = trainer.stop(a.stop_timeout_s)
+        metrics = load_metrics(run_dir)
+        if watched["stop"] == "trainer failed" or (watched["stop"] == "trainer finished" and not metrics):
+            abort.set()
+            status = watched["returncode"]
+            raise SystemExit(f"error: examples/g1_walk.py ({what_run}, seed {seed}) exited with status {status} after "
+                             f"{time.time() - trainer.launch_time:.0f} s; last lines of {trainer.log}:\n"
+                             f"{log_tail(trainer.log)}")
+        record = summarize_run({**meta, "stop": watched["stop"], "returncode": returncode}, metrics,
+                               watched["judged"], a.warmup_iterations)
+        record["checkpoints_written"] = list(checkpoints(run_dir))
+        with lock:
             results["runs"].append(record)
             results["summary"] = mode_summary(results["runs"])
             write_results(result_path, results)
-            what = (f"gate passed at iteration {record['gate_iteration']}, "
-                    f"{record['wall_to_gate_s']:.1f} s after launch" if record["reached"]
-                    else f"not reached ({watched['stop']})")
-            print(f"{what_run}, seed {seed}: {what}; {len(record['judged'])} checkpoints judged", flush=True)
+        what = (f"gate passed at iteration {record['gate_iteration']}, "
+                f"{record['wall_to_gate_s']:.1f} s after launch" if record["reached"]
+                else f"not reached ({watched['stop']})")
+        print(f"{what_run}, seed {seed}: {what}; {len(record['judged'])} checkpoints judged", flush=True)
+        return record
+
+    try:
+        if a.parallel == 1:
+            for run in runs:
+                run_one(*run)
+        else:  # up to --parallel trainers at once; the first failure stops the others
+            with cf.ThreadPoolExecutor(max_workers=a.parallel) as pool:
+                futures = [pool.submit(run_one, *run) for run in runs]
+                for future in cf.as_completed(futures):
+                    if future.exception() is not None:
+                        abort.set()
+                        for other in futures:
+                            other.cancel()
+                errors = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+                if errors:
+                    raise errors[0]
     finally:
         judges.close()
+    order = {run_name(*run): k for k, run in enumerate(runs)}
+    results["runs"].sort(key=lambda r: order.get(Path(r["run_dir"]).name, len(order)))
+    results["summary"] = mode_summary(results["runs"])
+    write_results(result_path, results)
     return results
 
 
@@ -700,6 +743,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    help="envs per process (4096: what the recipe that passed the gate trained with)")
     p.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per run, through torchrun when > 1")
     p.add_argument("--budget-s", type=float, default=600.0, help="wall-clock budget of each run from its launch")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="trainers at once on the device (> 1: for samples-to-gate studies; the table then shows "
+                   "no speeds for those runs, which shared the device)")
     p.add_argument("--save-interval", type=int, default=10, help="checkpoint every this many iterations")
     p.add_argument("--max-iterations", type=int, default=100_000, help="g1_walk.py's iterations (the budget ends runs)")
     p.add_argument("--sim", default="warp", help="g1_walk.py --sim")
@@ -729,8 +775,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     a.variants = [parse_variant(v) for v in a.variant] or [("", [])]
     if len({name for name, _ in a.variants}) != len(a.variants):
         p.error("--variant names must differ")
-    if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1:
-        p.error("--judge-workers, --judge-threads and --nproc must be >= 1")
+    if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1 or a.parallel < 1:
+        p.error("--judge-workers, --judge-threads, --nproc and --parallel must be >= 1")
     return a, extra
 
 

@@ -332,3 +332,31 @@ def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
     assert both.returncode == 0 and "exact: reached 0/2" in both.stdout
     assert both.stdout.count("command: python benchmarks/time_to_walk.py --device cpu") == 2
     assert ttw.format_results([*results["runs"], twin]) in both.stdout
+
+
+def test_runs_that_shared_the_device_count_for_samples_not_for_speed() -> None:
+    alone = [record("exact", seed, True, 300.0 + seed, 330.0, 60_000 + seed) for seed in (0, 1)]
+    shared = [dict(record("exact", seed, True, 900.0, 990.0, 50_000), parallel=3, speed_comparable=False)
+              for seed in (2, 3, 4)]
+    (summary,) = ttw.mode_summary([*alone, *shared])
+    assert summary["runs"] == 5 and summary["timed_runs"] == 2
+    assert summary["samples_to_gate"] == 50_000  # median of all five
+    assert summary["measure_a_s"] == 300.5 and summary["wall_to_gate_s"] == 330.0  # the two alone only
+    row = ttw.table_rows(shared[:1])[0]
+    assert row[4] == "50,000" and row[5:] == ["shared (3 at once)", "-", "-", "-"]
+    assert "(speeds of the 2 run(s) alone on the device)" in ttw.format_results([*alone, *shared])
+
+
+def test_parallel_runs_start_together_and_are_marked(tmp_path: Path) -> None:
+    out_dir = tmp_path / "ttw"
+    out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--seeds", "0", "1", "--modes", "exact",
+                     "--parallel", "2", "--budget-s", "12", "--save-interval", "10", "--judge-workers", "1",
+                     "--judge-threads", "1", "--warmup-iterations", "2", "--out", str(out_dir), "--", "--torch-threads", "1")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    runs = json.loads((out_dir / "time_to_walk.json").read_text())["runs"]
+    assert [r["seed"] for r in runs] == [0, 1]  # in the order of the runs, whichever ended first
+    assert all(r["parallel"] == 2 and not r["speed_comparable"] and r["stop"] == "budget" for r in runs)
+    # both trainers were launched before either budget ran out: they ran at the same time
+    assert abs(runs[0]["launch_time"] - runs[1]["launch_time"]) < 12
+    assert all(r["judged"] and r["checkpoints_written"] for r in runs)
+    assert "shared (2 at once)" in out.stdout
