@@ -248,6 +248,7 @@ class G1WalkTask:
         depend on which envs ended.
         """
         cfg, n = self.task_cfg, self.num_envs
+        ended = torch.as_tensor(ended, device=self.device)
         done = self._as_mask(ended)
         u = torch.rand(n, self.num_joints, device=self.device, generator=self.generator)
         noise = cfg.joint_pos_noise * (2 * u - 1)
@@ -384,19 +385,13 @@ class G1WalkTask:
         ``[K]``) into buffers that survive the reset; call it after the final observations and
         before :meth:`_reset_idx`. Masked writes over every env: fixed shapes, no host sync."""
         done = self._as_mask(ended)
-
-        def keep_ended(buffer: torch.Tensor, value: torch.Tensor) -> None:
+        kept = [(getattr(self.terminal_state, name), value) for name, value in self.state.as_dict().items()]
+        kept += [(self.terminal_task["command"], self.command), (self.terminal_task["last_action"], self.last_action),
+                 (self.terminal_task["air_time"], self.air_time), (self.last_cause, self.termination_cause),
+                 (self.last_episode_length, self.episode_length_buf), (self.last_first_raw_step, self.first_raw_step),
+                 (self.last_first_active_step, self.first_active_step)]
+        for buffer, value in kept:
             put_rows(buffer, done, value)
-
-        for name, value in self.state.as_dict().items():
-            keep_ended(getattr(self.terminal_state, name), value)
-        keep_ended(self.terminal_task["command"], self.command)
-        keep_ended(self.terminal_task["last_action"], self.last_action)
-        keep_ended(self.terminal_task["air_time"], self.air_time)
-        keep_ended(self.last_cause, self.termination_cause)
-        keep_ended(self.last_episode_length, self.episode_length_buf)
-        keep_ended(self.last_first_raw_step, self.first_raw_step)
-        keep_ended(self.last_first_active_step, self.first_active_step)
         self.episodes_finished += done.to(self.episodes_finished.dtype)
 
         # rows that did not end may have 0 steps (0 / 0); where() drops them, clamp keeps them finite
@@ -406,7 +401,7 @@ class G1WalkTask:
         totals = torch.cat((torch.stack((self.double_support_time, self.single_support_time,
                                          self.touchdown_count.sum(-1).float()), dim=-1),
                             self._reward_sums), dim=-1)
-        keep_ended(self._episode_stats, torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1))
+        put_rows(self._episode_stats, done, torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1))
 
     def terminal_observations(self, env_ids: torch.Tensor) -> ObsGroups:
         """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode)."""
