@@ -63,6 +63,17 @@ def _final(r: StepResult, group: str, value: torch.Tensor) -> StepResult:
     return _set(r, final_obs={**r.final_obs, group: value})
 
 
+def _dense(r: StepResult, poison: str | None = None) -> StepResult:
+    """``r`` in the contract's dense form (``final_obs_all``), with NaN in group ``poison``'s first
+    ended row if given."""
+    rows = {k: v.clone() for k, v in r.obs.items()}
+    for k in rows:
+        rows[k][r.final_env_ids] = r.final_obs[k]
+    if poison is not None:
+        rows[poison][r.final_env_ids[0]] = NAN
+    return _set(r, final_obs=None, final_env_ids=None, final_obs_all=rows)
+
+
 Fault = Callable[[StepResult], "StepResult | None"]
 """Returns the faulty step, or ``None`` where it does not apply to this step (the next one is tried)."""
 
@@ -101,6 +112,11 @@ ENV_FAULTS: list[tuple[str, Fault, str]] = [  # name, fault, what a clear error 
      if _ended(r) else None, "final_env_ids"),
     ("final obs group dropped", lambda r: _set(r, final_obs={"policy": r.final_obs["policy"]}) if _ended(r) else None,
      "final_obs"),
+    ("dense form: NaN in an ended env's row", lambda r: _dense(r, "policy") if _ended(r) else None,
+     "final_obs['policy']"),
+    ("dense form: a row short", lambda r: _set(_dense(r), final_obs_all={k: v[:-1] for k, v in _dense(r).final_obs_all.items()}),
+     "final_obs_all['policy']"),
+    ("dense and sparse forms both given", lambda r: _set(r, final_obs_all=_dense(r).final_obs_all), "not both"),
 ]
 
 
