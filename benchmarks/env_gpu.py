@@ -19,6 +19,7 @@ bit-identical.
     python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
     python benchmarks/env_gpu.py --num-envs 16384 --njmax 0 128                 # constraint rows per world
     python benchmarks/env_gpu.py --num-envs 4096 --nconmax 0 16 --njmax 0 128   # contacts per world, pooled
+    python benchmarks/env_gpu.py --num-envs 4096 --sensor-substeps last every   # sensors on every substep too
     python benchmarks/env_gpu.py --num-envs 4096 16384 --breakdown             # policy / physics / task ms per step
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
@@ -121,11 +122,13 @@ def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -
 
 
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
-            physics: Setting, njmax: int = 0, breakdown: bool = False, nconmax: int = 0) -> dict:
+            physics: Setting, njmax: int = 0, breakdown: bool = False, nconmax: int = 0,
+            sensor_substeps: str = "last") -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None,
-                                                nconmax=nconmax or None)
+                                                nconmax=nconmax or None,
+                                                sensors_every_substep=sensor_substeps == "every")
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
     env.validate_actions = False  # as training with --no-validate: no per-step host sync for the finiteness check
     dev = env.device
@@ -135,6 +138,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
         PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     ).to(dev).eval()
     label = physics.label() + (f", njmax {njmax}" if njmax else "") + (f", nconmax {nconmax}" if nconmax else "")
+    label += ", sensors every substep" if sensor_substeps == "every" else ""
     row: dict = {"setting": label, "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
     ends = 0
     try:
@@ -201,6 +205,8 @@ def main() -> None:
                         help="constraint rows per world (0: the backend's bound); one row per value")
     parser.add_argument("--nconmax", type=int, nargs="+", default=[0],
                         help="contacts per world, pooled over the worlds (0: the backend's bound); one row per value")
+    parser.add_argument("--sensor-substeps", nargs="+", choices=("last", "every"), default=["last"],
+                        help="compute the sensors on a step's last substep (the backend's default) or on every one")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the policy, physics and task phases of a step, each synchronized")
     args = parser.parse_args()
@@ -227,10 +233,11 @@ def main() -> None:
     for setting in settings:
         for njmax in args.njmax:
             for nconmax in args.nconmax:
-                for n in args.num_envs:
-                    rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
-                                        args.check_every, setting, njmax, args.breakdown, nconmax))
-                    print(rows[-1], flush=True)
+                for sensor_substeps in args.sensor_substeps:
+                    for n in args.num_envs:
+                        rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
+                                            args.check_every, setting, njmax, args.breakdown, nconmax, sensor_substeps))
+                        print(rows[-1], flush=True)
 
     print()
     header = (

@@ -199,6 +199,31 @@ def test_reset_by_mask_equals_reset_by_ids(warp_g1) -> None:
     b.check_health()
 
 
+def test_sensors_on_the_last_substep_only_change_nothing_reported(warp_g1) -> None:
+    """By default the sensors run on a step's last substep only: every reported field (foot contact
+    and velocity sensors included) equals that of a backend computing them on every substep, through
+    steps and a reset; the model's flags are left as they were."""
+    model, nominal = warp_g1
+    qpos, qvel = initial_state(nominal)
+    dev = torch.device(DEVICE)
+    last_only, every = make(model), make(model, sensors_every_substep=True)
+    flags = last_only._m.opt.disableflags
+    for backend in (last_only, every):
+        backend.reset_envs(torch.arange(N, device=dev), qpos.to(dev), qvel.to(dev))
+    targets = actions(nominal, 6).to(dev)
+    fresh_q, fresh_v = initial_state(nominal, seed=5)
+    for t in range(6):
+        for backend in (last_only, every):
+            backend.step(targets[t])
+            if t == 3:
+                backend.reset_envs(torch.tensor([2], device=dev), fresh_q[:1].to(dev), fresh_v[:1].to(dev))
+        a, b = last_only.state(), every.state()
+        for name, value in a.as_dict().items():
+            assert torch.equal(value, getattr(b, name)), f"{name} differs at step {t}"
+    assert bool(a.foot_contact.any())  # the contact readings compared are not all empty
+    assert last_only._m.opt.disableflags == flags
+
+
 def test_state_conventions(warp_g1) -> None:
     """Quaternion (w, x, y, z), world-frame root velocities in and out, torques zero after reset."""
     model, nominal = warp_g1

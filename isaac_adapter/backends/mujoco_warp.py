@@ -171,6 +171,9 @@ class MujocoWarpBackend:
         check_every: call :meth:`check_health` every this many policy steps (0: only when asked).
         fatal_overflow: ``d.overflow`` bits that make :meth:`check_health` raise.
         print_overflow: let MuJoCo Warp's kernels print their own overflow warnings.
+        sensors_every_substep: compute the sensors on every substep; by default only on the last
+            one of a ``step`` (and after a reset), the only readings :meth:`state` reports: sensors
+            never act on the dynamics, so the states are the same either way.
     """
 
     def __init__(
@@ -190,6 +193,7 @@ class MujocoWarpBackend:
         check_every: int = 50,
         fatal_overflow: int = FATAL_OVERFLOW,
         print_overflow: bool = False,
+        sensors_every_substep: bool = False,
     ) -> None:
         if decimation <= 0:
             raise ValueError(f"decimation must be positive, got {decimation}")
@@ -203,6 +207,7 @@ class MujocoWarpBackend:
         self._wp_device = wp.get_device(str(self.device))
         self.check_every = check_every
         self.fatal_overflow = int(fatal_overflow)
+        self.sensors_every_substep = bool(sensors_every_substep)
 
         layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
         self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
@@ -281,9 +286,17 @@ class MujocoWarpBackend:
     def _ops(self, name: str) -> None:
         m, d = self._m, self._d
         if name == "step":
-            for _ in range(self.decimation):
+            for i in range(self.decimation):
                 mjw.step2(m, d)
-                mjw.step1(m, d)
+                if self.sensors_every_substep or i == self.decimation - 1:
+                    mjw.step1(m, d)
+                else:  # MuJoCo Warp reads the flag in Python, so a captured graph holds no sensor kernels here
+                    sensors_on = m.opt.disableflags
+                    m.opt.disableflags = sensors_on | int(mjw.DisableBit.SENSOR)
+                    try:
+                        mjw.step1(m, d)
+                    finally:
+                        m.opt.disableflags = sensors_on
         elif name == "stage":
             mjw.step1(m, d)
         elif name == "reset":
