@@ -82,9 +82,14 @@ class VecEnv(Protocol):
         ...
 
 
+def critic_group(obs: ObsGroups) -> str:
+    """The group the critic reads: the privileged one when the env provides it, else the policy's."""
+    return CRITIC if CRITIC in obs else POLICY
+
+
 def critic_obs(obs: ObsGroups) -> torch.Tensor:
-    """The critic's input: the privileged group when the env provides one, else the policy group."""
-    return obs[CRITIC] if CRITIC in obs else obs[POLICY]
+    """The critic's input (the group :func:`critic_group` names)."""
+    return obs[critic_group(obs)]
 
 
 def on_device(tensor: torch.Tensor, device: str | torch.device) -> bool:

@@ -31,9 +31,10 @@ TorchRL's functional value module, ``terminated`` and ``truncated`` (or ``done``
 From env to GAE: ``env.step`` -> :class:`~ppo_bootstrap.env.StepResult` (``truncated``,
 ``final_env_ids``, ``final_obs``, or the dense ``final_obs_all``; :func:`final_rows` reads either)
 -> ``PPO.process_env_step`` -> ``RolloutStorage.add`` keeps the ``K`` final rows with the pre-reset
-critic state (of the dense form, every env's critic row, the ended ones picked once per rollout) -> ``PPO.compute_returns``: ``storage.finish()``,
-:func:`bootstrap_values` (one critic pass over the ``K`` rows), :func:`assemble_next_values`,
-:func:`terminal_for_targets` -> :func:`ppo_bootstrap.gae.compute_gae`.
+critic state (of the dense form, every env's critic row, the ended ones picked once per rollout)
+-> ``PPO.compute_returns``: ``storage.finish()``, :func:`bootstrap_values` (one critic pass over
+the ``K`` rows), :func:`assemble_next_values`, :func:`terminal_for_targets` ->
+:func:`ppo_bootstrap.gae.compute_gae`.
 """
 
 from __future__ import annotations

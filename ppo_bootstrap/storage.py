@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from tensordict import TensorDict
 
-from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult
+from ppo_bootstrap.env import ObsGroups, StepResult, critic_group
 from ppo_bootstrap.episode import State, done_mask
 
 
@@ -160,7 +160,7 @@ class RolloutStorage:
 
     def _add_dense(self, t: int, final_obs_all: ObsGroups, state: State) -> None:
         """Keep step ``t``'s pre-reset critic observation ``[N, D]`` and critic state of every env."""
-        group = CRITIC if CRITIC in final_obs_all else POLICY  # what critic_obs() reads
+        group = critic_group(final_obs_all)
         value = final_obs_all[group]
         buffer = self._final_all.get(group)
         if buffer is None or buffer.shape[2:] != value.shape[1:]:

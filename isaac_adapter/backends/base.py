@@ -92,19 +92,3 @@ class PhysicsBackend(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ...
-
-
-def reset_masked(backend: PhysicsBackend, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-    """Reset the envs where ``mask`` ``[N]`` (bool) is true to those rows of ``qpos`` ``[N, 7 + J]`` /
-    ``qvel`` ``[N, 6 + J]``; every other env untouched.
-
-    A backend with ``reset_envs_masked`` (MuJoCo Warp) does it with fixed shapes and no host
-    synchronisation; any other goes through ``reset_envs`` with the ``nonzero`` ids (free on a CPU).
-    """
-    masked = getattr(backend, "reset_envs_masked", None)
-    if masked is not None:
-        masked(mask, qpos, qvel)
-        return
-    ids = torch.nonzero(mask).flatten()
-    if ids.numel():
-        backend.reset_envs(ids, qpos[ids], qvel[ids])

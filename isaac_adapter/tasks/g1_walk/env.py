@@ -32,7 +32,7 @@ import torch
 from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
 from ppo_bootstrap.episode import done_mask
 
-from isaac_adapter.backends.base import PhysicsBackend, PhysicsState, reset_masked
+from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
@@ -189,8 +189,13 @@ class G1WalkEnv(G1WalkTask):
         self.backend.reset_envs(env_ids.to(physics), qpos.to(physics), qvel.to(physics))
 
     def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        # a backend that resets by mask (MuJoCo Warp) needs no nonzero; any other takes the task's ids route
+        masked = getattr(self.backend, "reset_envs_masked", None)
+        if masked is None:
+            super()._write_reset_rows_masked(mask, qpos, qvel)
+            return
         physics = self.backend.device
-        reset_masked(self.backend, mask.to(physics), qpos.to(physics), qvel.to(physics))
+        masked(mask.to(physics), qpos.to(physics), qvel.to(physics))
 
     # -- checkpointing ---------------------------------------------------------------------------
 
