@@ -17,6 +17,7 @@ from isaac_adapter.tasks.g1_walk.config import (
     PRESETS,
     G1WalkConfig,
     RewardWeights,
+    clock_fast_config,
     clock_ramp_config,
     gait_clock_config,
     smooth_gait_config,
@@ -94,7 +95,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 
 def test_presets_and_the_smooth_gait_weights() -> None:
-    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp"}
+    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -116,6 +117,7 @@ def test_registry_ids_and_presets() -> None:
     assert spec.is_g1_walk and spec.gait_clock and spec.config_preset == "smooth_gait"
     assert registry.get_task("G1-Walk-Clock-v0").config_preset == "gait_clock"
     assert registry.get_task("G1-Walk-Clock-Ramp-v0").config_preset == "clock_ramp"
+    assert registry.get_task("G1-Walk-Clock-Fast-v0").config_preset == "clock_fast"
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
     assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
@@ -144,6 +146,30 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
     assert set(recorded) <= set(preset)
     assert {k: preset[k] for k in recorded if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
     assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
+
+
+def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoint_trained_with() -> None:
+    """G1-Walk-Clock-Fast-v0 is the clock task on 10 ms x 2 physics with the ramps over iterations
+    250-550, exactly the task docs/checkpoints/g1_ttw_clock_fast_s1_it420.pt recorded (trained as
+    G1-Walk-Clock-v0 with the physics and the ramps given on the command line)."""
+    fast = clock_fast_config(num_envs=4096, device="cuda")
+    clock = gait_clock_config(num_envs=4096, device="cuda")
+    # the policy still acts every 20 ms: 10 ms x 2 against the clock task's 5 ms x 4
+    assert (fast.sim_dt, fast.decimation, clock.sim_dt, clock.decimation) == (0.01, 2, 0.005, 4)
+    assert fast.policy_dt == pytest.approx(clock.policy_dt) and fast.max_episode_length == clock.max_episode_length
+    assert dataclasses.replace(fast, sim_dt=0.005, decimation=4, reward_ramps=()) == clock
+    # iterations 250-550 of 24 env steps: the weights of the later ramps, reached 250 iterations sooner
+    assert [(r.term, r.weight, r.start_step, r.end_step) for r in fast.reward_ramps] == [
+        ("action_rate", -0.15, 24 * 250, 24 * 550), ("ang_vel_xy", -0.2, 24 * 250, 24 * 550)]
+    assert fast.reward_weights(24 * 400)["action_rate"] == pytest.approx(-0.08)
+    assert fast.reward_weights(24 * 400) == clock_ramp_config().reward_weights(24 * 650)
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_clock_fast_s1_it420.pt",
+                      map_location="cpu", weights_only=False)
+    recorded = ckpt["task"]["env"]
+    assert ckpt["task"]["id"] == "G1-Walk-Clock-v0" and ckpt["iteration"] == 420
+    preset = dataclasses.asdict(fast)
+    assert set(preset) == set(recorded)
+    assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
 
 
 def test_stored_config_keeps_what_the_checkpoint_recorded() -> None:

@@ -10,6 +10,9 @@ id                                 what                                         
 ``G1-Walk-Clock-Ramp-v0``          the clock task, smoothness penalties ramped in      mujoco, warp, isaaclab
                                    after the gait is learnt (passes the walking gate;
                                    ``config.clock_ramp_config``)
+``G1-Walk-Clock-Fast-v0``          the time-to-walk recipe: the clock task trained on  mujoco, warp, isaaclab
+                                   10 ms x 2 physics, the ramps from iteration 250
+                                   (``config.clock_fast_config``; judged at 5 ms x 4)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
                                    from the start (``config.smooth_gait_config``; in
                                    the runs measured, learnt to stand, not to walk)
@@ -76,6 +79,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("G1-Walk-v0", "G1 velocity walking, Isaac Lab's air-time recipe, no clock", ("mujoco", "warp", "isaaclab"), False),
         TaskSpec("G1-Walk-Clock-Ramp-v0", "G1 velocity walking with the gait clock, smoothness penalties ramped in "
                  "after the gait (passes the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_ramp"),
+        TaskSpec("G1-Walk-Clock-Fast-v0", "G1 velocity walking with the gait clock on 10 ms x 2 physics, smoothness "
+                 "ramped in from iteration 250 (the time-to-walk recipe)", ("mujoco", "warp", "isaaclab"), True, "clock_fast"),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),
