@@ -3,7 +3,9 @@
 Each step is what the Runner's rollout does per step: the actor (MLP 512-256-128, ELU) samples
 actions from the policy observation, the critic (same shape) evaluates the privileged observation,
 and the env advances one 20 ms policy step (4 x 5 ms physics substeps in one CUDA graph launch),
-including selective resets. The actor is untrained, so robots fall within about a second and get
+including selective resets. ``--runner`` adds the rate of the Runner's own rollout on the same env
+(``Runner._collect``: actions with log-probabilities, values, storage writes, episode sums; the
+trainer's collection without the update), so the two rows say what the trainer adds per step. The actor is untrained, so robots fall within about a second and get
 reset: the regime of early training. "physics" is the backend's ``step`` alone (graph launch plus
 health accumulation) with fixed targets, for reference.
 
@@ -21,6 +23,7 @@ bit-identical.
     python benchmarks/env_gpu.py --num-envs 4096 --nconmax 0 16 --njmax 0 128   # contacts per world, pooled
     python benchmarks/env_gpu.py --num-envs 4096 --sensor-substeps last every   # sensors on every substep too
     python benchmarks/env_gpu.py --num-envs 4096 16384 --breakdown             # policy / physics / task ms per step
+    python benchmarks/env_gpu.py --num-envs 4096 --runner                      # the Runner's rollout on the same env
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
 each does to the dynamics and to the gate; ``sensors=file`` keeps the model file's IMU sensors);
@@ -43,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
+from ppo_bootstrap import Runner, RunnerConfig  # noqa: E402
 from ppo_bootstrap.env import critic_obs  # noqa: E402
 from ppo_bootstrap.episode import done_mask  # noqa: E402
 from ppo_bootstrap.modules import ActorCritic, PolicyConfig  # noqa: E402
@@ -121,9 +125,24 @@ def step_breakdown(env: G1WalkEnv, policy: ActorCritic, obs: dict, steps: int) -
     return {"policy_ms": ms["policy"], "physics_ms": ms["physics"], "task_ms": ms["env"] - ms["physics"]}
 
 
+def runner_rate(env: G1WalkEnv, steps: int) -> float:
+    """Env-steps/s of the Runner's rollouts (24 steps each, as training collects them; at least one
+    rollout timed after one warm-up rollout) on ``env``, pipelined: one synchronisation at each end."""
+    cfg = RunnerConfig(num_steps_per_env=24, save_interval=0, log_dir=None, validate_env_output=False, console=False)
+    runner = Runner(env, cfg, env.device)
+    runner._collect()
+    rollouts = max(1, steps // cfg.num_steps_per_env)
+    sync(env.device)
+    start = time.perf_counter()
+    for _ in range(rollouts):
+        runner._collect()
+    sync(env.device)
+    return env.num_envs * cfg.num_steps_per_env * rollouts / (time.perf_counter() - start)
+
+
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
             physics: Setting, njmax: int = 0, breakdown: bool = False, nconmax: int = 0,
-            sensor_substeps: str = "last") -> dict:
+            sensor_substeps: str = "last", runner: bool = False) -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None,
@@ -169,6 +188,10 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
             physics_s = time.perf_counter() - start
             backend.check_health()
             row["selective_reset"] = reset_is_selective(env)
+        if runner:  # in inference mode too: the env's buffers were made there
+            with torch.inference_mode():
+                row["runner"] = runner_rate(env, steps)
+            backend.check_health()
         row.update(
             env_policy=num_envs * steps / total_s,
             physics=num_envs * steps / physics_s,
@@ -209,6 +232,8 @@ def main() -> None:
                         help="compute the sensors on a step's last substep (the backend's default) or on every one")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the policy, physics and task phases of a step, each synchronized")
+    parser.add_argument("--runner", action="store_true",
+                        help="also time the Runner's rollout collection on the same env (env-steps/s)")
     args = parser.parse_args()
     for flag, values in (("--njmax", args.njmax), ("--nconmax", args.nconmax)):
         if any(n < 0 for n in values):
@@ -236,12 +261,14 @@ def main() -> None:
                 for sensor_substeps in args.sensor_substeps:
                     for n in args.num_envs:
                         rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
-                                            args.check_every, setting, njmax, args.breakdown, nconmax, sensor_substeps))
+                                            args.check_every, setting, njmax, args.breakdown, nconmax, sensor_substeps,
+                                                        args.runner))
                         print(rows[-1], flush=True)
 
     print()
     header = (
-        f"{'physics setting':<42}  {'num envs':>8}  {'env+policy steps/s':>18}  {'physics steps/s':>15}  {'ends/step':>9}  "
+        f"{'physics setting':<42}  {'num envs':>8}  {'env+policy steps/s':>18}  {'runner steps/s':>14}  "
+        f"{'physics steps/s':>15}  {'ends/step':>9}  "
         f"{'iter cap':>8}  {'peak nefc/njmax':>15}  {'peak nacon/naconmax':>19}  {'torch GiB':>9}  "
         f"{'reset ok':>8}  health"
     )
@@ -252,7 +279,8 @@ def main() -> None:
             print(f"{r['setting']:<42}  {r['num_envs']:>8}  {r['health']}")
             continue
         print(
-            f"{r['setting']:<42}  {r['num_envs']:>8}  {r['env_policy']:>18,.0f}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
+            f"{r['setting']:<42}  {r['num_envs']:>8}  {r['env_policy']:>18,.0f}  "
+            f"{format(r['runner'], ',.0f') if 'runner' in r else '-':>14}  {r['physics']:>15,.0f}  {r['ends_per_step']:>9.1f}  "
             f"{r['iter_cap']:>8.1%}  {r['peak_nefc']:>7}/{r['njmax']:<7}  {r['peak_nacon']:>9}/{r['naconmax']:<9}  "
             f"{r.get('gpu_mem_gib', 0):>9.2f}  {str(r['selective_reset']):>8}  {r['health']}"
         )

@@ -1,21 +1,27 @@
 """Can Warp work be recorded inside a ``torch.cuda.CUDAGraph``? (CUDA only; skipped elsewhere.)
 
-A whole G1 env step in one CUDA graph needs the MuJoCo Warp substeps, which the backend replays from
-Warp graphs of its own, recorded inside the torch capture of the task's work around them. Each
-test records torch and Warp work into one torch graph, replays it, and compares with the same work
-run eagerly:
+A whole G1 env step in one CUDA graph needs the MuJoCo Warp substeps recorded inside the torch
+capture of the task's work around them. What works (warp-lang 1.19, torch 2.11, BENCHMARKS.md,
+"Warp work inside a torch CUDA graph"):
 
-* a Warp kernel launched on the capturing stream;
-* a Warp graph launched on the capturing stream (a child graph);
-* the G1 backend's ``step`` (MuJoCo Warp substeps with the solver's conditional loop, then the
-  device-side health accumulation), replayed for several policy steps against an eager twin.
+* Warp launches on torch's capturing stream, entered without a cross-stream synchronisation (a
+  synchronising ``wp.ScopedStream`` records a dependency on uncaptured work and breaks the capture);
+* MuJoCo Warp's substeps, run eagerly inside the capture with Warp told that the capture was
+  started outside it (``wp.capture_begin(external=True)``), so that the solver's conditional loop
+  is recorded as a conditional node of the torch graph.
+
+A recorded Warp graph cannot be launched inside a torch capture ("operation not permitted when
+stream is capturing"), so the backend's own graphs are not the route. Each test records torch and
+Warp work into one torch graph, replays it, and compares with the same work run eagerly.
 
     python tests/test_warp_in_torch_graph.py      # the same checks, printed, without pytest
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 
 try:
     import pytest
@@ -30,6 +36,9 @@ if pytest is not None:
 else:
     import warp as wp
 
+if torch.cuda.is_available():
+    wp.init()  # stream_from_torch needs Warp's CUDA context before the first launch
+
 
 def _add_one_kernel():
     @wp.kernel
@@ -40,7 +49,7 @@ def _add_one_kernel():
     return add_one
 
 
-def _capture(work) -> torch.cuda.CUDAGraph:
+def _capture(work: Callable[[], None]) -> torch.cuda.CUDAGraph:
     """``work()`` warmed up once on a side stream, then recorded into a torch graph."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -48,14 +57,25 @@ def _capture(work) -> torch.cuda.CUDAGraph:
         work()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         work()
     return graph
 
 
-def _on_torch_stream():
-    """Warp's launches go to the stream torch is on (the capturing one inside ``torch.cuda.graph``)."""
-    return wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream()))
+@contextlib.contextmanager
+def _warp_on_torch_stream() -> Iterator[None]:
+    """Warp's launches go to torch's current stream (the capturing one inside ``torch.cuda.graph``),
+    and while torch captures, Warp knows the capture is under way (its conditional nodes join it)."""
+    stream = wp.stream_from_torch(torch.cuda.current_stream())
+    capturing = torch.cuda.is_current_stream_capturing()
+    with wp.ScopedStream(stream, sync_enter=False):
+        if capturing:
+            wp.capture_begin(stream=stream, external=True)
+        try:
+            yield
+        finally:
+            if capturing:
+                wp.capture_end(stream=stream)
 
 
 def test_a_warp_kernel_is_recorded_in_a_torch_graph() -> None:
@@ -65,7 +85,7 @@ def test_a_warp_kernel_is_recorded_in_a_torch_graph() -> None:
 
     def work() -> None:
         x.mul_(2.0)
-        with _on_torch_stream():
+        with _warp_on_torch_stream():
             wp.launch(add_one, dim=x.shape[0], inputs=[xw])
         x.add_(3.0)
 
@@ -76,28 +96,6 @@ def test_a_warp_kernel_is_recorded_in_a_torch_graph() -> None:
     torch.cuda.synchronize()
     # 1 -> (1 * 2 + 1 + 3) = 6 -> (6 * 2 + 1 + 3) = 16
     assert torch.equal(x, torch.full_like(x, 16.0))
-
-
-def test_a_warp_graph_is_recorded_in_a_torch_graph() -> None:
-    add_one = _add_one_kernel()
-    x = torch.zeros(1024, device="cuda")
-    xw = wp.from_torch(x)
-    with wp.ScopedCapture() as capture:
-        wp.launch(add_one, dim=x.shape[0], inputs=[xw])
-        wp.launch(add_one, dim=x.shape[0], inputs=[xw])
-    warp_graph = capture.graph
-
-    def work() -> None:
-        x.mul_(2.0)
-        with _on_torch_stream():
-            wp.capture_launch(warp_graph)
-        x.add_(3.0)
-
-    graph = _capture(work)
-    x.fill_(1.0)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(x, torch.full_like(x, 7.0))  # 1 * 2 + 2 + 3
 
 
 def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
@@ -111,37 +109,43 @@ def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
     names = dict(root_body=assets.ROOT_BODY, foot_bodies=assets.FEET,
                  foot_contact_sensors=assets.FOOT_CONTACT_SENSORS, foot_vel_sensors=assets.FOOT_VEL_SENSORS)
     n = 64
-    eager, graphed = (MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, **names) for _ in range(2))
+    eager = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, **names)
+    # no Warp graphs of its own: its substeps are launched one by one into the torch capture
+    recorded = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, use_cuda_graph=False, **names)
     nominal = torch.tensor(g1.nominal_qpos, dtype=torch.float32, device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     qpos = nominal.expand(n, -1).clone()
     qpos[:, 7:] += 0.1 * torch.randn(n, qpos.shape[1] - 7, device="cuda", generator=gen)
     qvel = torch.zeros(n, 6 + qpos.shape[1] - 7, device="cuda")
-    for backend in (eager, graphed):
+    for backend in (eager, recorded):
         backend.reset_envs(torch.arange(n, device="cuda"), qpos, qvel)
     targets = torch.empty(n, qpos.shape[1] - 7, device="cuda")  # the graph's input, refilled each step
     plan = [nominal[7:] + 0.3 * torch.randn(n, qpos.shape[1] - 7, device="cuda", generator=gen) for _ in range(6)]
 
     def work() -> None:
-        with _on_torch_stream():
-            graphed.step(targets)
+        with _warp_on_torch_stream():
+            recorded.step(targets)
 
-    # the warm-up and the capture step the graphed twin once with plan[0]: the eager twin does the same
+    # the warm-up steps the recorded twin once with plan[0] (the capture only records): so does the eager one
     targets.copy_(plan[0])
     graph = _capture(work)
-    graph_steps = 1  # the warm-up ran the physics; the capture only recorded it
     eager.step(plan[0])
+    before = recorded.state().qpos.clone()
     for t in range(1, len(plan)):
         targets.copy_(plan[t])
         graph.replay()
-        graph_steps += 1
         eager.step(plan[t])
         torch.cuda.synchronize()
-        a, b = eager.state(), graphed.state()
+        a, b = eager.state(), recorded.state()
+        # float atomics make two eager runs differ in the last bits on the GPU: compare to a
+        # tolerance far below a step's motion (the robots move by centimetres per 20 ms step)
         for name, value in a.as_dict().items():
-            assert torch.equal(value, getattr(b, name)), f"{name} differs after {graph_steps} steps"
+            torch.testing.assert_close(getattr(b, name), value, atol=5e-3, rtol=1e-3,
+                                       msg=lambda m, name=name, t=t: f"{name} after replay {t}: {m}")
+    moved = (recorded.state().qpos - before).abs().max().item()
+    assert moved > 1e-2, f"the replays did not advance the physics (max |dqpos| {moved:.2e})"
     eager.check_health()
-    graphed.check_health()
+    recorded.check_health()
 
 
 if __name__ == "__main__":
