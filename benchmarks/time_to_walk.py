@@ -1,6 +1,6 @@
 """Time to walk: how long fresh G1 training runs take until a checkpoint passes the gate.
 
-    python benchmarks/time_to_walk.py --seeds 0 1 2 --save-interval 20 --out runs/ttw -- --task G1-Walk-Clock-Fast-v0 --symmetry both
+    python benchmarks/time_to_walk.py --seeds 0 1 2 --modes exact --save-interval 20 --out runs/ttw -- --task G1-Walk-Clock-Fast-v0 --symmetry both --tf32
     python benchmarks/time_to_walk.py --seeds 0 1 2 --nproc 2 --out runs/ttw2      # torchrun, envs per GPU
     python benchmarks/time_to_walk.py --seeds 0 --modes exact -- --num-steps-per-env 32   # after --: g1_walk.py flags
     python benchmarks/time_to_walk.py --table runs/ttw                              # re-print the table, run nothing

@@ -148,10 +148,15 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
     assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoint_trained_with() -> None:
+@pytest.mark.parametrize("name, task_id, iteration", [
+    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420),  # the physics and ramps given on the command line
+    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380),  # trained by the task id
+])
+def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_with(
+        name: str, task_id: str, iteration: int) -> None:
     """G1-Walk-Clock-Fast-v0 is the clock task on 10 ms x 2 physics with the ramps over iterations
-    250-550, exactly the task docs/checkpoints/g1_ttw_clock_fast_s1_it420.pt recorded (trained as
-    G1-Walk-Clock-v0 with the physics and the ramps given on the command line)."""
+    250-550, exactly the task both shipped time-to-walk checkpoints recorded (the first trained as
+    G1-Walk-Clock-v0 with the physics and the ramps given on the command line, the second by the id)."""
     fast = clock_fast_config(num_envs=4096, device="cuda")
     clock = gait_clock_config(num_envs=4096, device="cuda")
     # the policy still acts every 20 ms: 10 ms x 2 against the clock task's 5 ms x 4
@@ -163,10 +168,9 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoint_trained_w
         ("action_rate", -0.15, 24 * 250, 24 * 550), ("ang_vel_xy", -0.2, 24 * 250, 24 * 550)]
     assert fast.reward_weights(24 * 400)["action_rate"] == pytest.approx(-0.08)
     assert fast.reward_weights(24 * 400) == clock_ramp_config().reward_weights(24 * 650)
-    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_clock_fast_s1_it420.pt",
-                      map_location="cpu", weights_only=False)
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / name, map_location="cpu", weights_only=False)
     recorded = ckpt["task"]["env"]
-    assert ckpt["task"]["id"] == "G1-Walk-Clock-v0" and ckpt["iteration"] == 420
+    assert ckpt["task"]["id"] == task_id and ckpt["iteration"] == iteration
     preset = dataclasses.asdict(fast)
     assert set(preset) == set(recorded)
     assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
