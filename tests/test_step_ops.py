@@ -1,0 +1,52 @@
+"""benchmarks/step_ops.py counts the tensor operations that compute (a kernel launch each on a GPU):
+hand-counted cases, and the labels that split a step by hook."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from step_ops import OpCounter  # noqa: E402
+
+
+def _count(fn) -> int:
+    counter = OpCounter()
+    with counter:
+        fn()
+    return sum(counter.counts.values())
+
+
+def test_views_and_no_op_casts_are_not_counted_computations_are() -> None:
+    x = torch.arange(12.0).reshape(3, 4)
+    assert _count(lambda: x.view(-1)) == 0
+    assert _count(lambda: x[1].unsqueeze(0)) == 0
+    assert _count(lambda: x.to(torch.float32)) == 0  # already float32: the same tensor back
+    assert _count(lambda: x.reshape(-1)) == 0  # contiguous: a view
+    assert _count(lambda: x.t().reshape(-1)) == 1  # not viewable: a copy
+    assert _count(lambda: x.to(torch.float64)) == 1
+    assert _count(lambda: x + 1) == 1
+    assert _count(lambda: (x * 2).sum()) == 2
+    y = x.clone()
+    assert _count(lambda: y.add_(1)) == 1  # in place, so it shares its input's storage, and counts
+
+
+def test_labels_split_the_count_by_the_innermost_labelled_call() -> None:
+    class Part:
+        def inner(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2 + 1  # 2 operations
+
+        def outer(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(x).sum()  # 1 more of its own
+
+    part, x = Part(), torch.ones(5)
+    counter = OpCounter()
+    counter.label(part, "inner", "inner")
+    counter.label(part, "outer", "outer")
+    with counter:
+        part.outer(x)
+        x.neg()  # outside every label
+    assert counter.counts == {"inner": 2, "outer": 1, "(Runner bookkeeping)": 1}
