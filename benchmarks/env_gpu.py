@@ -24,6 +24,7 @@ bit-identical.
     python benchmarks/env_gpu.py --num-envs 4096 --sensor-substeps last every   # sensors on every substep too
     python benchmarks/env_gpu.py --num-envs 4096 16384 --breakdown             # policy / physics / task ms per step
     python benchmarks/env_gpu.py --num-envs 4096 --runner                      # the Runner's rollout on the same env
+    python benchmarks/env_gpu.py --num-envs 4096 16384 --graph-step off on --runner   # the env step in one CUDA graph
 
 ``--physics`` takes the settings of ``benchmarks/physics_settings.py`` (which measures on CPU what
 each does to the dynamics and to the gate; ``sensors=file`` keeps the model file's IMU sensors);
@@ -142,7 +143,7 @@ def runner_rate(env: G1WalkEnv, steps: int) -> float:
 
 def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, check_every: int,
             physics: Setting, njmax: int = 0, breakdown: bool = False, nconmax: int = 0,
-            sensor_substeps: str = "last", runner: bool = False) -> dict:
+            sensor_substeps: str = "last", runner: bool = False, graph_step: bool = False) -> dict:
     t0 = time.perf_counter()
     cfg = G1WalkConfig(num_envs=num_envs, seed=0, model_variant=variant, device=device, **physics.config_overrides())
     backend, nominal, names = make_warp_backend(cfg, check_every=check_every, njmax=njmax or None,
@@ -150,6 +151,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
                                                 sensors_every_substep=sensor_substeps == "every")
     env = G1WalkEnv(cfg, backend=backend, nominal_qpos=nominal, joint_names=names)
     env.validate_actions = False  # as training with --no-validate: no per-step host sync for the finiteness check
+    env.cuda_graph = graph_step  # the whole env step recorded once and replayed (its first step records)
     dev = env.device
     obs = env.reset()
     policy = ActorCritic(
@@ -158,6 +160,7 @@ def measure(num_envs: int, steps: int, warmup: int, variant: str, device: str, c
     ).to(dev).eval()
     label = physics.label() + (f", njmax {njmax}" if njmax else "") + (f", nconmax {nconmax}" if nconmax else "")
     label += ", sensors every substep" if sensor_substeps == "every" else ""
+    label += ", env step in a CUDA graph" if graph_step else ""
     row: dict = {"setting": label, "num_envs": num_envs, "njmax": backend.njmax, "nconmax": backend.nconmax}
     ends = 0
     try:
@@ -228,6 +231,8 @@ def main() -> None:
                         help="constraint rows per world (0: the backend's bound); one row per value")
     parser.add_argument("--nconmax", type=int, nargs="+", default=[0],
                         help="contacts per world, pooled over the worlds (0: the backend's bound); one row per value")
+    parser.add_argument("--graph-step", nargs="+", choices=("off", "on"), default=["off"],
+                        help="record the whole env step (task and physics) in one CUDA graph: env.cuda_graph")
     parser.add_argument("--sensor-substeps", nargs="+", choices=("last", "every"), default=["last"],
                         help="compute the sensors on a step's last substep (the backend's default) or on every one")
     parser.add_argument("--breakdown", action="store_true",
@@ -259,11 +264,12 @@ def main() -> None:
         for njmax in args.njmax:
             for nconmax in args.nconmax:
                 for sensor_substeps in args.sensor_substeps:
-                    for n in args.num_envs:
-                        rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
-                                            args.check_every, setting, njmax, args.breakdown, nconmax, sensor_substeps,
-                                                        args.runner))
-                        print(rows[-1], flush=True)
+                    for graph_step in args.graph_step:
+                        for n in args.num_envs:
+                            rows.append(measure(n, args.steps, args.warmup, args.model_variant, args.device,
+                                                args.check_every, setting, njmax, args.breakdown, nconmax,
+                                                sensor_substeps, args.runner, graph_step == "on"))
+                            print(rows[-1], flush=True)
 
     print()
     header = (

@@ -93,6 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the per-step env contract checks and the G1 env's finite-action check "
                         "(each costs a host sync on GPU)")
+    parser.add_argument("--cuda-graph-step", action="store_true",
+                        help="record the G1 env's whole step (task and physics) in one CUDA graph and replay it "
+                        "(--sim warp on a GPU; the first step records)")
     parser.add_argument("--headless", action="store_true", help="accepted for Isaac Lab scripts; nothing here opens a window")
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     # play and replay
@@ -217,6 +220,9 @@ def train(args: argparse.Namespace) -> Runner:
     if sim != "mujoco":
         env_device = str(device)
     on_gpu = env_device.startswith("cuda")
+    if args.cuda_graph_step and not (spec.is_g1_walk and sim == "warp" and on_gpu):
+        raise registry.UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; "
+                                  f"this run is {spec.id} on --sim {sim} on {env_device}")
     num_envs = args.num_envs or (4096 if on_gpu else 64)
     iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
     rank = distributed.rank()
@@ -249,6 +255,8 @@ def train(args: argparse.Namespace) -> Runner:
     env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
     if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
         env.validate_actions = not args.no_validate
+    if args.cuda_graph_step:
+        env.cuda_graph = True
     log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
         log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)

@@ -49,6 +49,8 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["--task", "Isaac-Velocity-Flat-G1", "env.sim_dt=0.004"],
      "env.sim_dt=0.004: Isaac-Velocity-Flat-G1 takes its env configuration from its own simulator; env.* overrides are for the G1-Walk tasks"),
     (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
+    (["--cuda-graph-step", "--sim", "mujoco"],
+     "--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; this run is G1-Walk-Clock-v0 on --sim mujoco on cpu"),
 ])
 def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)

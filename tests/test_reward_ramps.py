@@ -38,6 +38,25 @@ def test_weight_schedule_by_hand() -> None:
     }
 
 
+def test_the_device_schedule_is_the_python_one_at_every_step() -> None:
+    """terms.ramped_weights over reward_ramp_table (what the env computes on the device) against
+    reward_weights (Python numbers, float64), step by step through a ramp, a switch and the holds."""
+    from isaac_adapter.tasks.g1_walk.terms import ramped_weights
+
+    switch = RewardRamp("ang_vel_xy", -0.2, start_step=10, end_step=10)
+    cfg = G1WalkConfig(reward_ramps=(RAMP, switch))
+    table = torch.tensor(cfg.reward_ramp_table())
+    names = list(RewardWeights.__dataclass_fields__)
+    assert table.shape == (4, len(names))
+    for step in range(0, 15):
+        device = ramped_weights(table, torch.tensor(float(step)))
+        python = torch.tensor([cfg.reward_weights(step)[name] for name in names])
+        torch.testing.assert_close(device, python, rtol=1e-6, atol=1e-8, msg=f"step {step}")
+    assert ramped_weights(table, torch.tensor(5.0))[names.index("action_rate")].item() == pytest.approx(-0.255)
+    i = names.index("ang_vel_xy")
+    assert [ramped_weights(table, torch.tensor(float(c)))[i].item() for c in (10, 11)] == pytest.approx([-0.05, -0.2])
+
+
 def _env(ramps: tuple = (), action_rate: float = START) -> G1WalkEnv:
     cfg = G1WalkConfig(num_envs=4, seed=3, physics_threads=1, reward_ramps=ramps)
     cfg.rewards = dataclasses.replace(cfg.rewards, action_rate=action_rate)

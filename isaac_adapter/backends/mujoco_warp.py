@@ -34,7 +34,7 @@ How it mirrors :mod:`isaac_adapter.backends.mujoco_cpu` (same conventions, same 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -153,6 +153,27 @@ def _no_gc():
             gc.enable()
 
 
+@contextmanager
+def warp_on_torch_stream(device: torch.device | str) -> Iterator[None]:
+    """Warp's launches go to torch's current stream on ``device`` (the capturing one inside
+    ``torch.cuda.graph``), and while torch captures there, Warp knows that the capture was begun
+    outside it, so that MuJoCo Warp's solver loop joins it as a conditional node.
+
+    The stream is entered without a synchronisation: a synchronising switch would record a
+    dependency on uncaptured work and break the capture.
+    """
+    stream = wp.stream_from_torch(torch.cuda.current_stream(device))
+    capturing = torch.cuda.is_current_stream_capturing()
+    with wp.ScopedStream(stream, sync_enter=False):
+        if capturing:
+            wp.capture_begin(stream=stream, external=True)
+        try:
+            yield
+        finally:
+            if capturing:
+                wp.capture_end(stream=stream)
+
+
 class MujocoWarpBackend:
     """``num_envs`` copies of ``model`` as the worlds of one MuJoCo Warp ``Data`` on ``device``.
 
@@ -265,6 +286,7 @@ class MujocoWarpBackend:
         self._steps_since_check = 0
         self._steps = 0
         self._totals = {"steps": 0, "iteration_cap_steps": 0, "peak_nefc": 0, "peak_nacon": 0}
+        self._on_torch_stream = False  # see on_torch_stream
 
         # -- graphs --------------------------------------------------------------------------------
         if use_cuda_graph is None:
@@ -306,7 +328,7 @@ class MujocoWarpBackend:
 
     def _run(self, name: str) -> None:
         with wp.ScopedDevice(self._wp_device):
-            graph = self._graphs.get(name)
+            graph = None if self._on_torch_stream else self._graphs.get(name)
             if graph is not None:
                 wp.capture_launch(graph)
             else:
@@ -324,10 +346,30 @@ class MujocoWarpBackend:
         """Hold position targets ``[N, J]`` for ``decimation`` substeps (one graph launch on CUDA)."""
         self._ctrl.copy_(joint_pos_targets.detach())
         self._run("step")
-        self._steps += 1
         self._accumulate_health()
+        if not self._on_torch_stream:  # else the caller does it once per replay of its graph
+            self.after_step()
+
+    def after_step(self) -> None:
+        """The host side of a step: the step counts and, every ``check_every`` steps, the health
+        check (a host read). :meth:`step` calls it, except under :meth:`on_torch_stream`."""
+        self._steps += 1
+        self._steps_since_check += 1
         if self.check_every > 0 and self._steps_since_check >= self.check_every:
             self.check_health()
+
+    @contextmanager
+    def on_torch_stream(self) -> Iterator[None]:
+        """Run the backend's Warp work eagerly (not from its own Warp graphs) on torch's current
+        stream (:func:`warp_on_torch_stream`), so that a step or a reset is recorded into the
+        caller's torch CUDA graph; :meth:`step` leaves :meth:`after_step` to the caller. A recorded
+        Warp graph cannot be launched while torch captures."""
+        self._on_torch_stream = True
+        try:
+            with wp.ScopedDevice(self._wp_device), warp_on_torch_stream(self.device):
+                yield
+        finally:
+            self._on_torch_stream = False
 
     def reset_envs(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Reset rows ``env_ids`` to ``qpos`` ``[K, 7+J]`` / ``qvel`` ``[K, 6+J]`` (world-frame root velocities).
@@ -378,7 +420,6 @@ class MujocoWarpBackend:
         self._nonfinite |= ~finite
         torch.maximum(self._peak_nefc, self._nefc, out=self._peak_nefc)
         torch.maximum(self._peak_nacon, self._nacon, out=self._peak_nacon)
-        self._steps_since_check += 1
 
     def check_health(self) -> dict[str, float]:
         """Read the accumulated flags (one host sync); raise on overflow or non-finite state.

@@ -287,6 +287,21 @@ class G1WalkConfig:
             weights[ramp.term] = ramp.weight_at(weights[ramp.term], step)
         return weights
 
+    def reward_ramp_table(self) -> list[list[float]]:
+        """The weight schedule as four rows over the terms of :class:`RewardWeights` (in field
+        order): the configured weight, the weight the ramp ends at, the step it starts after and its
+        length in steps (at least 1). A term without a ramp ends where it starts. What
+        ``terms.ramped_weights`` reads on the device; :meth:`reward_weights` is the same schedule in
+        Python numbers."""
+        names = list(RewardWeights.__dataclass_fields__)
+        base = [float(getattr(self.rewards, name)) for name in names]
+        target, start, span = list(base), [0.0] * len(names), [1.0] * len(names)
+        for ramp in self.reward_ramps:
+            i = names.index(ramp.term)
+            target[i], start[i] = float(ramp.weight), float(ramp.start_step)
+            span[i] = float(max(ramp.end_step - ramp.start_step, 1))  # a switch: 0 up to start_step, 1 after
+        return [base, target, start, span]
+
 
 #: The command settings every checkpoint trained before the ranges were widened used (the standing
 #: share and mid-episode resampling did not exist): what a checkpoint that does not record its

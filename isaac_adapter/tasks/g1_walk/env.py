@@ -34,6 +34,7 @@ from ppo_bootstrap.episode import done_mask
 
 from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+from isaac_adapter.tasks.g1_walk.graph_step import StepGraph
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
 
@@ -126,6 +127,9 @@ class G1WalkEnv(G1WalkTask):
         # step() checks that actions are finite, a host synchronisation per step on a GPU; a trainer
         # that trusts its policy (examples/g1_walk.py --no-validate) turns it off
         self.validate_actions = True
+        # record the whole step in one CUDA graph and replay it (MuJoCo Warp on CUDA; .graph_step)
+        self.cuda_graph = False
+        self._step_graph: StepGraph | None = None
         self._init_task(cfg, nominal_qpos, tuple(joint_names), backend.num_feet)
 
     # -- VecEnv --------------------------------------------------------------------------------
@@ -139,12 +143,26 @@ class G1WalkEnv(G1WalkTask):
         return self._get_observations()
 
     def step(self, actions: torch.Tensor) -> StepResult:
-        """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step."""
+        """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step.
+
+        With :attr:`cuda_graph` set, the step is recorded once in a CUDA graph and replayed
+        (:mod:`.graph_step`); its result is then a copy of the graph's outputs.
+        """
         check_actions(actions, self.num_envs, self.num_actions, self.device, finite=self.validate_actions)
+        self.common_step_counter += 1
+        if self.cuda_graph:
+            self._step_graph = self._step_graph or StepGraph(self)
+            return self._step_graph.step(actions)
+        if self._step_graph is not None:
+            self._step_graph.release()
+            self._step_graph = None
+        return self._step_body(actions)
+
+    def _step_body(self, actions: torch.Tensor) -> StepResult:
+        """The step's device work and its Python, in ``DirectRLEnv.step``'s order (what a graph records)."""
         self._pre_physics_step(actions)
         self._apply_action()
         self.episode_length_buf += 1
-        self.common_step_counter += 1
         # fresh tensors every step: the StepResult keeps them
         self.reset_terminated, self.reset_time_outs = self._get_dones()
         terminated, truncated = self.reset_terminated, self.reset_time_outs

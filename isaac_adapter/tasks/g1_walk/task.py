@@ -154,6 +154,10 @@ class G1WalkTask:
         self.episode_sums: dict[str, torch.Tensor] = {
             name: self._reward_sums[:, i] for i, name in enumerate(self._reward_names)
         }
+        # the weights: a device vector [T], uploaded when the config's change (see _reward_weights)
+        self._reward_table_key: tuple | None = None
+        self._reward_step = torch.zeros((), device=dev)  # common_step_counter on the device, for the ramps
+        self.reward_step_on_device = False
         # cause of this step's episode end (0 = still running), [N]
         self.termination_cause = torch.zeros(n, **long)
         # records of each env's last finished episode: they survive the reset
@@ -174,6 +178,17 @@ class G1WalkTask:
             "air_time": self.air_time.clone(),
         }
         self.state = self._read_robot_state()
+
+    @property
+    def reward_step_on_device(self) -> bool:
+        """True while a recorded CUDA graph runs the step: the graph advances the env-step count the
+        reward ramps read by one per replay, instead of the host writing it (:meth:`_reward_weights`)."""
+        return self._reward_step_on_device
+
+    @reward_step_on_device.setter
+    def reward_step_on_device(self, value: bool) -> None:
+        self._reward_step_on_device = bool(value)
+        self._weights_step = None  # the next step works its weights out again, whoever counts
 
     @property
     def episode_step(self) -> torch.Tensor:
@@ -216,15 +231,14 @@ class G1WalkTask:
     def _get_rewards(self) -> torch.Tensor:
         """The step's reward ``[N]``: each of :meth:`_reward_terms` times its weight in
         ``task_cfg.rewards`` and the policy step (as Isaac Lab's reward manager scales); per-episode
-        sums kept for the logs. Weights with a :class:`~.config.RewardRamp` are read at
-        :attr:`common_step_counter` (plain Python numbers: no upload, no host sync)."""
-        cfg = self.task_cfg
-        weights, dt = cfg.reward_weights(self.common_step_counter), cfg.policy_dt
+        sums kept for the logs. Weights with a :class:`~.config.RewardRamp` are those at
+        :attr:`common_step_counter` (:meth:`_reward_weights`)."""
+        dt = self.task_cfg.policy_dt
         parts = self._reward_terms()
         # the terms are the leading fields of RewardWeights (the clock's two come last): stacked in
         # that order, so column i of the sums is term i (a term out of place is a KeyError here)
         names = self._reward_names[:len(parts)]
-        scaled = torch.stack([(weights[name] * dt) * parts[name] for name in names], dim=-1)
+        scaled = torch.stack([parts[name] for name in names], dim=-1) * (self._reward_weights()[:len(names)] * dt)
         self._reward_sums[:, :len(names)] += scaled
         reward = scaled.sum(-1)
         # the action-rate and joint-acceleration terms were the last readers of the previous step
@@ -233,6 +247,32 @@ class G1WalkTask:
         # the last hook before the observations: the place of Isaac Lab's command manager update
         self._resample_due_commands()
         return reward
+
+    def _reward_weights(self) -> torch.Tensor:
+        """``[T]`` each term's weight at :attr:`common_step_counter`, on the device, in the order of
+        ``RewardWeights``. Worked out once per env step, by whichever asks first (the reward, or a
+        ``DirectRLEnv``'s log in ``_get_dones``).
+
+        The schedule (``task_cfg.reward_ramp_table()``) is uploaded only when the config's weights
+        change (one host sync then). With ramps the weights are computed on the device from the
+        env-step count (:func:`~.terms.ramped_weights`), which is written with ``fill_`` (the Python
+        number rides in the launch: no upload, no sync) or, while a recorded CUDA graph runs the
+        step (:attr:`reward_step_on_device`), advanced by one on the device.
+        """
+        cfg = self.task_cfg
+        key = (tuple(getattr(cfg.rewards, name) for name in self._reward_names), tuple(cfg.reward_ramps))
+        if key != self._reward_table_key:
+            self._reward_table = torch.tensor(cfg.reward_ramp_table(), device=self.device)
+            self._reward_table_key, self._weights_step = key, None
+            self._weights_now = self._reward_table[0]
+        if cfg.reward_ramps and self._weights_step != self.common_step_counter:
+            if self.reward_step_on_device:
+                self._reward_step += 1
+            else:
+                self._reward_step.fill_(self.common_step_counter)
+            self._weights_now = terms.ramped_weights(self._reward_table, self._reward_step)
+            self._weights_step = self.common_step_counter
+        return self._weights_now
 
     def _get_observations(self) -> ObsGroups:
         """Observation groups of every env now (see :meth:`observations_from`)."""
@@ -436,9 +476,10 @@ class G1WalkTask:
         log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)).sum().float()
         below = self.state.root_pos_w[:, 2] < self.task_cfg.eval_success_height
         log["Metrics/below_eval_success_height"] = below.float().mean()
-        if self.task_cfg.reward_ramps:  # the ramped weights now, as Python numbers
-            weights = self.task_cfg.reward_weights(self.common_step_counter)
-            log.update({f"Curriculum/{r.term}": weights[r.term] for r in self.task_cfg.reward_ramps})
+        if self.task_cfg.reward_ramps:  # the ramped weights of this step's reward, 0-dim tensors
+            weights = self._reward_weights()
+            log.update({f"Curriculum/{r.term}": weights[self._reward_names.index(r.term)]
+                        for r in self.task_cfg.reward_ramps})
         return log
 
     def _last_episode_log(self) -> dict[str, torch.Tensor]:

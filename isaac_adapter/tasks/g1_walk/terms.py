@@ -204,6 +204,16 @@ def update_gait(
 # -- rewards (each returns [N], unweighted) --------------------------------------------------------
 
 
+def ramped_weights(table: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    """Reward weights ``[T]`` after ``step`` env steps (a 0-dim float tensor, so that the count can
+    live on the device) from ``table`` ``[4, T]`` (``G1WalkConfig.reward_ramp_table``): the
+    configured weight up to the ramp's start, then linear to its end weight over its length, then
+    held (``RewardRamp.weight_at``, one formula for every term)."""
+    base, target, start, span = table.unbind(0)
+    return base + (target - base) * ((step - start) / span).clamp(0.0, 1.0)
+
+
+
 def track_lin_vel_xy_exp(command: torch.Tensor, lin_vel_b: torch.Tensor, sigma: float) -> torch.Tensor:
     """``exp(-|v_xy - cmd_xy|^2 / sigma)``: 1 when the planar velocity matches the command."""
     return torch.exp(-(command[:, :2] - lin_vel_b[:, :2]).square().sum(-1) / sigma)
