@@ -1,11 +1,13 @@
-"""benchmarks/step_ops.py counts the tensor operations that compute (a kernel launch each on a GPU):
-hand-counted cases, and the labels that split a step by hook."""
+"""The start-up and per-step cost counters of the benchmarks: step_ops.py counts the tensor
+operations that compute (a kernel launch each on a GPU), checked on hand-counted cases and on the
+labels that split a step by hook; warp_compile.py reads Warp's module-load lines."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -50,3 +52,18 @@ def test_labels_split_the_count_by_the_innermost_labelled_call() -> None:
         part.outer(x)
         x.neg()  # outside every label
     assert counter.counts == {"inner": 2, "outer": 1, "(Runner bookkeeping)": 1}
+
+
+def test_warp_load_lines_split_into_named_modules_and_per_model_kernels() -> None:
+    from warp_compile import split_loads
+
+    log = "\n".join([
+        "Module mujoco_warp._src.smooth 439a86e load on device 'cuda:0' took 8286.02 ms  (compiled)",
+        "Module _mul_m__locals___mul_m_2eb0ef19 2c35d76 load on device 'cuda:0' took 198.85 ms  (compiled)",
+        "Module mujoco_warp._src.sensor 6b9f021 load on device 'cuda:0' took 1500.00 ms  (compiled)",
+        "Module mujoco_warp._src.io 1a2b3c4 load on device 'cuda:0' took 12.50 ms  (cached)",
+        "Warp 1.19.0 initialized:",
+    ])
+    split = split_loads(log)
+    assert split == pytest.approx({"named_compiled_s": 9.78602, "named_n": 2, "per_model_compiled_s": 0.19885,
+                                   "per_model_n": 1, "cached_s": 0.0125, "cached_n": 1})

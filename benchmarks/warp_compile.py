@@ -1,0 +1,126 @@
+"""Where a cold start of the G1 task on MuJoCo Warp spends its time: Warp's kernel compilation.
+
+    python benchmarks/warp_compile.py                                  # Warp's CPU device, a fresh kernel cache
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 16
+    python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
+
+Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
+the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
+policy step, and prints the time of each phase and the compile time of the modules Warp loaded,
+split into MuJoCo Warp's named modules (``mujoco_warp._src.smooth``, ...; Python modules of kernels)
+and the per-model kernels it generates at the first call (each its own module). Warp compiles a
+module the first time one of its kernels is launched, one after the other; with
+``--preload-workers N`` the named modules seen in a cold run are compiled first by
+``wp.force_load(..., max_workers=N)``, N at a time, before the backend is built. The per-model
+kernels do not exist before the first call, so they still compile one by one.
+
+Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+from _common import format_table
+
+# MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
+NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
+LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) ms\s+\((compiled|cached)\)")
+
+
+def split_loads(log: str) -> dict[str, float]:
+    """Compile and cache-load seconds of the modules in Warp's load lines ``log``, split into
+    MuJoCo Warp's named modules and the per-model kernels (``..._locals_...`` modules)."""
+    out = {"named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0,
+           "cached_n": 0}
+    for name, ms, how in LOAD_LINE.findall(log):
+        seconds = float(ms) / 1000
+        if how == "cached":
+            out["cached_s"] += seconds
+            out["cached_n"] += 1
+        elif name.startswith("mujoco_warp."):
+            out["named_compiled_s"] += seconds
+            out["named_n"] += 1
+        else:
+            out["per_model_compiled_s"] += seconds
+            out["per_model_n"] += 1
+    return out
+
+
+def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None) -> dict:
+    """Build the backend and take one step in this process; the phase times and the load split."""
+    import warp as wp
+
+    wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
+    log = io.StringIO()
+    row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty"}
+    with contextlib.redirect_stdout(log):
+        wp.init()
+        import mujoco_warp  # noqa: F401  (its named modules, for the preload)
+        import torch
+
+        from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+        from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+        start = time.perf_counter()
+        if preload_workers:
+            modules = [wp.get_module(f"mujoco_warp._src.{name}") for name in NAMED_MODULES]
+            wp.force_load(device=device, modules=modules, max_workers=preload_workers)
+        row["preload_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        backend, nominal, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device=device), check_every=0)
+        row["build_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        row["first_step_s"] = time.perf_counter() - start
+    row["total_s"] = row["preload_s"] + row["build_s"] + row["first_step_s"]
+    row.update(split_loads(log.getvalue()))
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu", help="Warp device: cpu, or cuda:0")
+    p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument("--preload-workers", type=int, nargs="+", default=[0, 2],
+                   help="one row each; 0: no preload (Warp's own serial loading)")
+    p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
+    p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
+    args = p.parse_args(argv)
+    if args.one:
+        print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache)))
+        return
+    rows = []
+    for workers in args.preload_workers:
+        cmd = [sys.executable, __file__, "--one", "--device", args.device, "--num-envs", str(args.num_envs),
+               "--preload-workers", str(workers)] + (["--cache", args.cache] if args.cache else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
+        if line is None:
+            raise SystemExit(f"--preload-workers {workers}: the run failed (exit {done.returncode}): "
+                             f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        rows.append(json.loads(line[4:]))
+        print(rows[-1], flush=True)
+    print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
+          f"kernel cache {'given' if args.cache else 'empty per row'}")
+    table = [[str(r["preload_workers"]), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
+              f"{r['total_s']:.1f}", f"{r['named_n']} / {r['named_compiled_s']:.1f}",
+              f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}", f"{r['cached_n']} / {r['cached_s']:.1f}"]
+             for r in rows]
+    print(format_table(["preload workers", "preload s", "build s", "first step s", "total s",
+                        "named: n / compile s", "per-model: n / compile s", "cached: n / s"], table))
+
+
+if __name__ == "__main__":
+    main()
