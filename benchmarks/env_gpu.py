@@ -240,6 +240,8 @@ def main() -> None:
     parser.add_argument("--runner", action="store_true",
                         help="also time the Runner's rollout collection on the same env (env-steps/s)")
     args = parser.parse_args()
+    if "on" in args.graph_step and not args.device.startswith("cuda"):
+        parser.error(f"--graph-step on records the env step in a CUDA graph; --device {args.device} is not a GPU")
     for flag, values in (("--njmax", args.njmax), ("--nconmax", args.nconmax)):
         if any(n < 0 for n in values):
             parser.error(f"{flag} must be >= 0 (0: the backend's bound), got {values}")

@@ -84,7 +84,10 @@ class OpCounter(TorchDispatchMode):
 
 
 def measure(task: str, num_envs: int, steps: int, symmetry: bool) -> list[tuple[str, float]]:
-    spec = registry.get_task(task)
+    try:
+        spec = registry.get_task(task)
+    except registry.UsageError as err:
+        raise SystemExit(f"--task: {err}") from None
     if not spec.is_g1_walk:
         raise SystemExit(f"--task {task}: this count is for the G1-Walk tasks")
     env = registry.make_env(spec, "mujoco", "cpu", num_envs, seed=0, config=walk_config(preset=spec.config_preset))

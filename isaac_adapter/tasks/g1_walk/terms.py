@@ -213,7 +213,6 @@ def ramped_weights(table: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
     return base + (target - base) * ((step - start) / span).clamp(0.0, 1.0)
 
 
-
 def track_lin_vel_xy_exp(command: torch.Tensor, lin_vel_b: torch.Tensor, sigma: float) -> torch.Tensor:
     """``exp(-|v_xy - cmd_xy|^2 / sigma)``: 1 when the planar velocity matches the command."""
     return torch.exp(-(command[:, :2] - lin_vel_b[:, :2]).square().sum(-1) / sigma)
