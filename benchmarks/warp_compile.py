@@ -14,7 +14,8 @@ module the first time one of its kernels is launched, one after the other; with
 ``wp.force_load(..., max_workers=N)``, N at a time, before the backend is built. The per-model
 kernels do not exist before the first call, so they still compile one by one.
 
-Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md).
+Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
+that fails is reported with its last error line and the others are still measured.
 """
 
 from __future__ import annotations
@@ -101,15 +102,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache)))
         return
-    rows = []
+    rows, failed = [], []
     for workers in args.preload_workers:
         cmd = [sys.executable, __file__, "--one", "--device", args.device, "--num-envs", str(args.num_envs),
                "--preload-workers", str(workers)] + (["--cache", args.cache] if args.cache else [])
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
-        if line is None:
-            raise SystemExit(f"--preload-workers {workers}: the run failed (exit {done.returncode}): "
-                             f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        if line is None:  # keep the rows measured so far; say why this one has none
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:]
+            failed.append(f"--preload-workers {workers}: the run failed (exit {done.returncode}): {last}")
+            print(failed[-1], flush=True)
+            continue
         rows.append(json.loads(line[4:]))
         print(rows[-1], flush=True)
     print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
@@ -120,6 +123,8 @@ def main(argv: list[str] | None = None) -> None:
              for r in rows]
     print(format_table(["preload workers", "preload s", "build s", "first step s", "total s",
                         "named: n / compile s", "per-model: n / compile s", "cached: n / s"], table))
+    if failed:
+        raise SystemExit(f"error: {len(failed)} of {len(args.preload_workers)} rows failed (their errors above)")
 
 
 if __name__ == "__main__":

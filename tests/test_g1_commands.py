@@ -148,15 +148,17 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
     assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-@pytest.mark.parametrize("name, task_id, iteration", [
-    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420),  # the physics and ramps given on the command line
-    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380),  # trained by the task id
+@pytest.mark.parametrize("name, task_id, iteration, num_envs, steps_per_env", [
+    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420, 4096, 24),  # physics and ramps on the command line
+    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380, 4096, 24),  # trained by the task id
+    ("g1_ttw_clock_fast_8k_s1_it440.pt", "G1-Walk-Clock-Fast-v0", 440, 8192, 12),  # ramps at the same iterations
 ])
 def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_with(
-        name: str, task_id: str, iteration: int) -> None:
+        name: str, task_id: str, iteration: int, num_envs: int, steps_per_env: int) -> None:
     """G1-Walk-Clock-Fast-v0 is the clock task on 10 ms x 2 physics with the ramps over iterations
-    250-550, exactly the task both shipped time-to-walk checkpoints recorded (the first trained as
-    G1-Walk-Clock-v0 with the physics and the ramps given on the command line, the second by the id)."""
+    250-550, exactly the task the shipped time-to-walk checkpoints recorded (the first trained as
+    G1-Walk-Clock-v0 with the physics and the ramps given on the command line, the others by the id;
+    the third on 8,192 envs x 12 steps, its ramps given in env steps of 12-step iterations)."""
     fast = clock_fast_config(num_envs=4096, device="cuda")
     clock = gait_clock_config(num_envs=4096, device="cuda")
     # the policy still acts every 20 ms: 10 ms x 2 against the clock task's 5 ms x 4
@@ -171,7 +173,12 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
     ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / name, map_location="cpu", weights_only=False)
     recorded = ckpt["task"]["env"]
     assert ckpt["task"]["id"] == task_id and ckpt["iteration"] == iteration
-    preset = dataclasses.asdict(fast)
+    assert ckpt["config"]["num_steps_per_env"] == steps_per_env
+    # the same iterations 250-550, counted in env steps of this run's iterations
+    ramps = tuple(dataclasses.replace(r, start_step=steps_per_env * 250, end_step=steps_per_env * 550)
+                  for r in fast.reward_ramps)
+    preset = dataclasses.asdict(dataclasses.replace(clock_fast_config(num_envs=num_envs, device="cuda"),
+                                                    reward_ramps=ramps))
     assert set(preset) == set(recorded)
     assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
 

@@ -67,3 +67,27 @@ def test_warp_load_lines_split_into_named_modules_and_per_model_kernels() -> Non
     split = split_loads(log)
     assert split == pytest.approx({"named_compiled_s": 9.78602, "named_n": 2, "per_model_compiled_s": 0.19885,
                                    "per_model_n": 1, "cached_s": 0.0125, "cached_n": 1})
+
+
+def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monkeypatch, capsys) -> None:
+    import subprocess
+
+    import warp_compile
+
+    row = {"device": "cuda:0", "preload_workers": 0, "cache": "empty", "preload_s": 0.0, "build_s": 47.7,
+           "first_step_s": 0.1, "total_s": 47.8, "named_compiled_s": 13.0, "named_n": 8,
+           "per_model_compiled_s": 33.1, "per_model_n": 46, "cached_s": 0.0, "cached_n": 0}
+
+    def fake_run(cmd, **kwargs):  # the row with preload workers 16 breaks, the other prints its ROW line
+        workers = cmd[cmd.index("--preload-workers") + 1]
+        if workers == "16":
+            return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="Traceback\nRuntimeError: error 901\n")
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + warp_compile.json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    with pytest.raises(SystemExit, match="1 of 2 rows failed"):
+        warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0"])
+    out = capsys.readouterr().out
+    assert "--preload-workers 16: the run failed (exit 1): ['RuntimeError: error 901']" in out
+    table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
+    assert table_row == [["0", "0.0", "47.7", "0.1", "47.8", "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
