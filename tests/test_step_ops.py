@@ -1,6 +1,7 @@
 """The start-up and per-step cost counters of the benchmarks: step_ops.py counts the tensor
 operations that compute (a kernel launch each on a GPU), checked on hand-counted cases and on the
-labels that split a step by hook; warp_compile.py reads Warp's module-load lines."""
+labels that split a step by hook; warp_compile.py reads Warp's module-load lines and keeps the
+rows it measured when another fails."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def test_warp_load_lines_split_into_named_modules_and_per_model_kernels() -> Non
 
 
 def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monkeypatch, capsys) -> None:
+    import json
     import subprocess
 
     import warp_compile
@@ -82,7 +84,7 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
         workers = cmd[cmd.index("--preload-workers") + 1]
         if workers == "16":
             return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="Traceback\nRuntimeError: error 901\n")
-        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + warp_compile.json.dumps(row) + "\n", stderr="")
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
 
     monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
     with pytest.raises(SystemExit, match="1 of 2 rows failed"):
