@@ -3,6 +3,7 @@
     python benchmarks/warp_compile.py                                  # Warp's CPU device, a fresh kernel cache
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 16
     python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
+    python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -14,6 +15,11 @@ module the first time one of its kernels is launched, one after the other; with
 ``wp.force_load(..., max_workers=N)``, N at a time, before the backend is built. The per-model
 kernels do not exist before the first call, so they still compile one by one.
 
+``--training-start`` adds a whole training start: ``examples/g1_walk.py --task G1-Walk-Clock-Fast-v0
+--symmetry both`` for one iteration on the same device and env count, in a fresh process with an
+empty kernel cache (or ``--cache``), its wall clock and the same split of what Warp loaded. It says
+whether training loads more than the one step above.
+
 Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
 that fails is reported with its last error line and the others are still measured.
 """
@@ -24,11 +30,13 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 from _common import format_table
@@ -90,6 +98,27 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None)
     return row
 
 
+def failure(done: subprocess.CompletedProcess) -> str:
+    """A failed child run in one line: its exit status and its last line of output."""
+    return f"the run failed (exit {done.returncode}): {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+
+
+def training_start(device: str, num_envs: int, cache: str | None) -> dict:
+    """One iteration of ``examples/g1_walk.py`` in a fresh process: wall clock and the load split."""
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="warp_start_") as tmp:
+        cmd = [sys.executable, str(root / "examples" / "g1_walk.py"), "--sim", "warp", "--device", device,
+               "--num_envs", str(num_envs), "--max_iterations", "1", "--task", "G1-Walk-Clock-Fast-v0",
+               "--symmetry", "both", "--log-dir", str(Path(tmp) / "run")]
+        env = {**os.environ, "WARP_CACHE_PATH": cache or str(Path(tmp) / "kernels")}
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=root)
+        wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(failure(done))
+    return {"wall_s": wall, **split_loads(done.stdout)}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu", help="Warp device: cpu, or cuda:0")
@@ -97,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--preload-workers", type=int, nargs="+", default=[0, 2],
                    help="one row each; 0: no preload (Warp's own serial loading)")
     p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
+    p.add_argument("--training-start", action="store_true",
+                   help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
     args = p.parse_args(argv)
     if args.one:
@@ -109,8 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
-            last = (done.stderr or done.stdout).strip().splitlines()[-1:]
-            failed.append(f"--preload-workers {workers}: the run failed (exit {done.returncode}): {last}")
+            failed.append(f"--preload-workers {workers}: {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
@@ -123,8 +153,23 @@ def main(argv: list[str] | None = None) -> None:
              for r in rows]
     print(format_table(["preload workers", "preload s", "build s", "first step s", "total s",
                         "named: n / compile s", "per-model: n / compile s", "cached: n / s"], table))
+    runs = len(args.preload_workers)
+    if args.training_start:
+        runs += 1
+        try:
+            r = training_start(args.device, args.num_envs, args.cache)
+        except RuntimeError as err:
+            failed.append(f"--training-start: {err}")
+            print(failed[-1], flush=True)
+        else:
+            print(f"\na whole training start: examples/g1_walk.py --task G1-Walk-Clock-Fast-v0 --symmetry both, "
+                  f"1 iteration, {args.num_envs} envs, device {args.device}")
+            print(format_table(["wall s", "named: n / compile s", "per-model: n / compile s", "cached: n / s"],
+                               [[f"{r['wall_s']:.1f}", f"{r['named_n']} / {r['named_compiled_s']:.1f}",
+                                 f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}",
+                                 f"{r['cached_n']} / {r['cached_s']:.1f}"]]))
     if failed:
-        raise SystemExit(f"error: {len(failed)} of {len(args.preload_workers)} rows failed (their errors above)")
+        raise SystemExit(f"error: {len(failed)} of {runs} rows failed (their errors above)")
 
 
 if __name__ == "__main__":

@@ -93,3 +93,34 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
     assert "--preload-workers 16: the run failed (exit 1): ['RuntimeError: error 901']" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
     assert table_row == [["0", "0.0", "47.7", "0.1", "47.8", "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
+
+
+def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_loads(monkeypatch, capsys) -> None:
+    import json
+    import subprocess
+
+    import warp_compile
+
+    row = {"device": "cpu", "preload_workers": 0, "cache": "given", "preload_s": 0.0, "build_s": 1.0,
+           "first_step_s": 0.1, "total_s": 1.1, "named_compiled_s": 0.0, "named_n": 0,
+           "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.5, "cached_n": 47}
+    started = []
+
+    def fake_run(cmd, **kwargs):  # the one-step row prints its ROW line; g1_walk.py prints load lines
+        if "--one" in cmd:
+            return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+        started.append((cmd, kwargs["env"]["WARP_CACHE_PATH"]))
+        log = ("Module mujoco_warp._src.smooth 439a86e load on device 'cpu' took 3000.00 ms  (compiled)\n"
+               "Module _mul_m__locals___mul_m_2eb0ef19 2c35d76 load on device 'cpu' took 500.00 ms  (compiled)\n"
+               "Module _other__locals___k_1 1a2b3c4 load on device 'cpu' took 250.00 ms  (compiled)\n")
+        return subprocess.CompletedProcess(cmd, 0, stdout=log, stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--preload-workers", "0", "--training-start", "--cache", "/given/cache", "--num-envs", "32"])
+    (cmd, cache), = started
+    assert cache == "/given/cache"
+    assert cmd[1].endswith("g1_walk.py") and cmd[cmd.index("--max_iterations") + 1] == "1"
+    assert cmd[cmd.index("--num_envs") + 1] == "32" and cmd[cmd.index("--task") + 1] == "G1-Walk-Clock-Fast-v0"
+    out = capsys.readouterr().out
+    cells = out.strip().splitlines()[-1].split()  # the training start's table row, after its wall clock
+    assert cells[1:] == ["1", "/", "3.0", "2", "/", "0.8", "0", "/", "0.0"]
