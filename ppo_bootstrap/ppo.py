@@ -236,14 +236,16 @@ class PPO:
         if graphed and (self._graph is None or self._graph.storage is not storage):
             self._graph = _GraphedStep(self, storage)
         losses = []  # per mini-batch [value, surrogate, entropy, kl, symmetry], read back once at the end
-        for _ in range(cfg.num_learning_epochs):
-            if graphed:
-                perm, size = storage.permutation(cfg.num_mini_batches, generator)
+        if graphed:
+            # every epoch's order up front, in one transfer: the replays then queue without a host sync
+            orders, size = storage.permutations(cfg.num_learning_epochs, cfg.num_mini_batches, generator)
+            for order in orders:
                 for i in range(cfg.num_mini_batches):
-                    losses.append(self._graph.replay(perm[i * size : (i + 1) * size]))
-                continue
-            for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
-                losses.append(self._step(batch, states, starts))
+                    losses.append(self._graph.replay(order[i * size : (i + 1) * size]))
+        else:
+            for _ in range(cfg.num_learning_epochs):
+                for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
+                    losses.append(self._step(batch, states, starts))
         value, surrogate, entropy, kl, symmetry = torch.stack(losses).mean(0).tolist()
         stats = {
             "loss/value": value,

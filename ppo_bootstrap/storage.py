@@ -233,13 +233,30 @@ class RolloutStorage:
     def is_recurrent(self) -> bool:
         return any(s is not None for s in self.initial_states)
 
-    def permutation(self, num_mini_batches: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
-        """A shuffled order of samples (envs, if recurrent) on the device, and the mini-batch size."""
+    def permutations(
+        self, count: int, num_mini_batches: int, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, int]:
+        """``count`` shuffled orders of the samples (envs, if recurrent), ``[count, n]`` on the device,
+        and the mini-batch size.
+
+        They are drawn on the CPU one after another from ``generator`` (so ``count`` calls of
+        :meth:`permutation` give the same orders) and reach a GPU in one copy from pinned memory,
+        which does not wait for the device: a copy from pageable memory would synchronise the
+        stream, leaving the GPU idle while the host draws the next epoch's order.
+        """
         n = self.num_envs if self.is_recurrent else self.num_steps * self.num_envs
         if n % num_mini_batches:
             unit = "envs" if self.is_recurrent else "samples"
             raise ValueError(f"{n} {unit} do not split into {num_mini_batches} mini-batches")
-        return torch.randperm(n, generator=generator, device="cpu").to(self.device), n // num_mini_batches
+        orders = torch.stack([torch.randperm(n, generator=generator, device="cpu") for _ in range(count)])
+        if self.device.type == "cuda":
+            return orders.pin_memory().to(self.device, non_blocking=True), n // num_mini_batches
+        return orders.to(self.device), n // num_mini_batches
+
+    def permutation(self, num_mini_batches: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
+        """A shuffled order of samples (envs, if recurrent) ``[n]`` on the device, and the mini-batch size."""
+        orders, size = self.permutations(1, num_mini_batches, generator)
+        return orders[0], size
 
     def mini_batches(
         self, num_mini_batches: int, generator: torch.Generator | None = None

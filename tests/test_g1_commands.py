@@ -11,6 +11,8 @@ import torch
 
 from test_g1_env_logic import make_env
 
+from ppo_bootstrap import PPOConfig
+
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.g1_walk.config import (
     LEGACY_COMMANDS,
@@ -148,17 +150,19 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
     assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-@pytest.mark.parametrize("name, task_id, iteration, num_envs, steps_per_env", [
-    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420, 4096, 24),  # physics and ramps on the command line
-    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380, 4096, 24),  # trained by the task id
-    ("g1_ttw_clock_fast_8k_s1_it440.pt", "G1-Walk-Clock-Fast-v0", 440, 8192, 12),  # ramps at the same iterations
+@pytest.mark.parametrize("name, task_id, iteration, num_envs, steps_per_env, desired_kl", [
+    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420, 4096, 24, 0.01),  # physics and ramps on the command line
+    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380, 4096, 24, 0.01),  # trained by the task id
+    ("g1_ttw_clock_fast_8k_s1_it440.pt", "G1-Walk-Clock-Fast-v0", 440, 8192, 12, 0.01),  # ramps at the same iterations
+    ("g1_ttw_kl2_4k12_s2_it420.pt", "G1-Walk-Clock-Fast-v0", 420, 4096, 12, 0.02),  # half the samples per iteration
 ])
 def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_with(
-        name: str, task_id: str, iteration: int, num_envs: int, steps_per_env: int) -> None:
+        name: str, task_id: str, iteration: int, num_envs: int, steps_per_env: int, desired_kl: float) -> None:
     """G1-Walk-Clock-Fast-v0 is the clock task on 10 ms x 2 physics with the ramps over iterations
     250-550, exactly the task the shipped time-to-walk checkpoints recorded (the first trained as
     G1-Walk-Clock-v0 with the physics and the ramps given on the command line, the others by the id;
-    the third on 8,192 envs x 12 steps, its ramps given in env steps of 12-step iterations)."""
+    the last two on 12-step iterations, their ramps given in env steps of those; the last with
+    twice the default KL target, the rest of PPO at its defaults)."""
     fast = clock_fast_config(num_envs=4096, device="cuda")
     clock = gait_clock_config(num_envs=4096, device="cuda")
     # the policy still acts every 20 ms: 10 ms x 2 against the clock task's 5 ms x 4
@@ -174,6 +178,10 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
     recorded = ckpt["task"]["env"]
     assert ckpt["task"]["id"] == task_id and ckpt["iteration"] == iteration
     assert ckpt["config"]["num_steps_per_env"] == steps_per_env
+    ppo = ckpt["config"]["ppo"]
+    assert ppo["desired_kl"] == desired_kl and ppo["schedule"] == "adaptive"
+    assert (ppo["num_learning_epochs"], ppo["num_mini_batches"]) == (PPOConfig.num_learning_epochs, PPOConfig.num_mini_batches)
+    assert ppo["symmetry_augmentation"] and ppo["symmetry_loss_coef"] > 0  # --symmetry both
     # the same iterations 250-550, counted in env steps of this run's iterations
     ramps = tuple(dataclasses.replace(r, start_step=steps_per_env * 250, end_step=steps_per_env * 550)
                   for r in fast.reward_ramps)

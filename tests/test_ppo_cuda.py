@@ -51,3 +51,19 @@ def test_runner_trains_on_cuda_with_graphs():
     runner.learn(3)
     assert runner.alg._graph is not None
     assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
+
+
+def test_the_epochs_orders_reach_the_gpu_without_a_host_sync():
+    """A copy from pageable memory synchronises the stream (the host waits for every queued replay);
+    the orders go through pinned memory instead."""
+    storage = filled_storage()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        orders, size = storage.permutations(5, 4, torch.Generator().manual_seed(0))
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            torch.randperm(24 * 512).to("cuda")  # the pageable copy, for contrast
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert orders.device.type == "cuda" and orders.shape == (5, 24 * 512) and size == 24 * 512 // 4
+    expected = torch.Generator().manual_seed(0)
+    torch.testing.assert_close(orders.cpu(), torch.stack([torch.randperm(24 * 512, generator=expected) for _ in range(5)]))

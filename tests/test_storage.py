@@ -173,3 +173,23 @@ def test_dense_form_contract_rows_and_finiteness():
         check_contract(4, both)
     with pytest.raises(EpisodeProtocolError, match="final_env_ids must be a torch.Tensor"):
         check_contract(4, replace(result, final_obs_all=None))
+
+
+def test_every_epochs_order_drawn_at_once_is_the_orders_drawn_one_by_one():
+    """The graphed update draws all epochs' orders before its first replay: the same random numbers,
+    in the same order, as one draw per epoch (so graphed and eager updates see the same batches)."""
+    storage = RolloutStorage(6, 8, {"policy": (3,)}, 2, "cpu")
+    orders, size = storage.permutations(5, 4, torch.Generator().manual_seed(3))
+    one_by_one = torch.Generator().manual_seed(3)
+    singles = [storage.permutation(4, one_by_one) for _ in range(5)]
+    assert orders.shape == (5, 48) and orders.dtype == torch.long and size == 12
+    assert all(s == 12 for _, s in singles)
+    torch.testing.assert_close(orders, torch.stack([order for order, _ in singles]), rtol=0, atol=0)
+    assert all(torch.equal(order.sort().values, torch.arange(48)) for order in orders)
+    assert len({tuple(order.tolist()) for order in orders}) == 5  # a new shuffle each epoch
+    # what the eager path then gathers: rows of the flattened rollout in the first order
+    storage.data["rewards"].copy_(torch.arange(48.0).reshape(6, 8))
+    first = [batch["rewards"] for batch, _, _ in storage.mini_batches(4, torch.Generator().manual_seed(3))]
+    torch.testing.assert_close(torch.cat(first), orders[0].float(), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="48 samples do not split into 5 mini-batches"):
+        storage.permutations(2, 5)

@@ -142,7 +142,7 @@ def test_mode_summary_counts_misses_as_infinitely_long() -> None:
     assert exact["measure_a_s"] == 80.0 and exact["wall_to_gate_s"] == 240.0 and exact["samples_to_gate"] == 80_000
     assert math.isinf(state_value["measure_a_s"])  # 1 of 2 reached: the median is past the budget
     text = ttw.format_results(records)
-    assert "exact: reached 2/3" in text and "(a) 80.0 s, (b) 240.0 s" in text
+    assert "exact: reached 2/3" in text and "(a) 80.0 s (of the medians 80.0 s), (b) 240.0 s" in text
     assert "state_value: reached 1/2" in text and "(a) not reached" in text
     assert "exact seed 2: not reached in 600 s" in text
     records[0]["judged"] = [{"iteration": 10, "passed": False, "error": "CheckpointError: damaged"}]
@@ -335,13 +335,24 @@ def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
 
 
 def test_runs_that_shared_the_device_count_for_samples_not_for_speed() -> None:
-    alone = [record("exact", seed, True, 300.0 + seed, 330.0, 60_000 + seed) for seed in (0, 1)]
-    shared = [dict(record("exact", seed, True, 900.0, 990.0, 50_000), parallel=3, speed_comparable=False)
+    alone = [record("exact", seed, True, 300.0 + seed, 330.0, 60_000 + seed, sps=1000.0 + 2000.0 * seed)
+             for seed in (0, 1)]
+    shared = [dict(record("exact", seed, True, 900.0, 990.0, 50_000, sps=10.0), parallel=3, speed_comparable=False)
               for seed in (2, 3, 4)]
     (summary,) = ttw.mode_summary([*alone, *shared])
     assert summary["runs"] == 5 and summary["timed_runs"] == 2
     assert summary["samples_to_gate"] == 50_000  # median of all five
     assert summary["measure_a_s"] == 300.5 and summary["wall_to_gate_s"] == 330.0  # the two alone only
+    assert summary["steady_steps_per_s"] == 2000.0  # median of 1,000 and 3,000; the shared speeds left out
+    assert summary["measure_a_of_medians_s"] == 25.0  # 50,000 samples / 2,000 samples/s
+    assert "(of the medians 25.0 s)" in ttw.format_results([*alone, *shared])
+    # a cold solo run that missed its budget: the samples of the shared runs still meet its speed
+    missed = dict(record("exact", 0, False, None, None, None, sps=4000.0))
+    (cold,) = ttw.mode_summary([missed, *shared[:2]])
+    assert cold["samples_to_gate"] == 50_000 and math.isinf(cold["measure_a_s"])
+    assert cold["measure_a_of_medians_s"] == 12.5
+    (none_reached,) = ttw.mode_summary([missed])
+    assert math.isinf(none_reached["measure_a_of_medians_s"])
     row = ttw.table_rows(shared[:1])[0]
     assert row[4] == "50,000" and row[5:] == ["shared (3 at once)", "-", "-", "-"]
     assert "(speeds of the 2 run(s) alone on the device)" in ttw.format_results([*alone, *shared])
