@@ -4,6 +4,7 @@
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 16
     python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
     python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -19,6 +20,11 @@ kernels do not exist before the first call, so they still compile one by one.
 --symmetry both`` for one iteration on the same device and env count, in a fresh process with an
 empty kernel cache (or ``--cache``), its wall clock and the same split of what Warp loaded. It says
 whether training loads more than the one step above.
+
+Each row says what a CUDA module compiles to: PTX, which the driver turns into machine code when it
+loads it, or a CUBIN, Warp's choice when the driver is older than Warp's CUDA toolkit (both versions
+are printed). ``--optimization-level`` compiles every row at that level instead of Warp's default
+(-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels.
 
 Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
 that fails is reported with its last error line and the others are still measured.
@@ -65,15 +71,22 @@ def split_loads(log: str) -> dict[str, float]:
     return out
 
 
-def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None) -> dict:
+def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
+            optimization_level: int | None = None) -> dict:
     """Build the backend and take one step in this process; the phase times and the load split."""
     import warp as wp
 
     wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
+    wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
     log = io.StringIO()
-    row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty"}
+    row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
+                 "optimization_level": optimization_level}
     with contextlib.redirect_stdout(log):
         wp.init()
+        # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
+        # choice when the driver is older than Warp's toolkit), and the two versions behind that
+        row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
+        row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
         import mujoco_warp  # noqa: F401  (its named modules, for the preload)
         import torch
 
@@ -96,6 +109,17 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None)
     row["total_s"] = row["preload_s"] + row["build_s"] + row["first_step_s"]
     row.update(split_loads(log.getvalue()))
     return row
+
+
+def _output(row: dict) -> str:
+    """The table's output column: ``ptx`` / ``cubin`` with Warp's toolkit and the driver, or ``native`` (CPU)."""
+    if row.get("output", "native") == "native":
+        return row.get("output", "-")
+    return f"{row['output']} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
+
+
+def _version(v) -> str:
+    return "?" if v is None else ".".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
 
 
 def failure(done: subprocess.CompletedProcess) -> str:
@@ -126,17 +150,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--preload-workers", type=int, nargs="+", default=[0, 2],
                    help="one row each; 0: no preload (Warp's own serial loading)")
     p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
+    p.add_argument("--optimization-level", type=int, choices=range(4), default=None,
+                   help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
     p.add_argument("--training-start", action="store_true",
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
     args = p.parse_args(argv)
     if args.one:
-        print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache)))
+        print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
+                                          args.optimization_level)))
         return
     rows, failed = [], []
     for workers in args.preload_workers:
         cmd = [sys.executable, __file__, "--one", "--device", args.device, "--num-envs", str(args.num_envs),
-               "--preload-workers", str(workers)] + (["--cache", args.cache] if args.cache else [])
+               "--preload-workers", str(workers)] + (["--cache", args.cache] if args.cache else []) + (
+               ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
@@ -145,13 +173,14 @@ def main(argv: list[str] | None = None) -> None:
             continue
         rows.append(json.loads(line[4:]))
         print(rows[-1], flush=True)
+    level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
     print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
-          f"kernel cache {'given' if args.cache else 'empty per row'}")
-    table = [[str(r["preload_workers"]), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
+          f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
+    table = [[str(r["preload_workers"]), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
               f"{r['total_s']:.1f}", f"{r['named_n']} / {r['named_compiled_s']:.1f}",
               f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}", f"{r['cached_n']} / {r['cached_s']:.1f}"]
              for r in rows]
-    print(format_table(["preload workers", "preload s", "build s", "first step s", "total s",
+    print(format_table(["preload workers", "output", "preload s", "build s", "first step s", "total s",
                         "named: n / compile s", "per-model: n / compile s", "cached: n / s"], table))
     runs = len(args.preload_workers)
     if args.training_start:

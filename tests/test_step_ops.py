@@ -78,9 +78,12 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
 
     row = {"device": "cuda:0", "preload_workers": 0, "cache": "empty", "preload_s": 0.0, "build_s": 47.7,
            "first_step_s": 0.1, "total_s": 47.8, "named_compiled_s": 13.0, "named_n": 8,
-           "per_model_compiled_s": 33.1, "per_model_n": 46, "cached_s": 0.0, "cached_n": 0}
+           "per_model_compiled_s": 33.1, "per_model_n": 46, "cached_s": 0.0, "cached_n": 0,
+           "optimization_level": 1, "output": "cubin", "toolkit": [13, 4], "driver": [13, 0]}
+    levels = []
 
     def fake_run(cmd, **kwargs):  # the row with preload workers 16 breaks, the other prints its ROW line
+        levels.append(cmd[cmd.index("--optimization-level") + 1])
         workers = cmd[cmd.index("--preload-workers") + 1]
         if workers == "16":
             return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="Traceback\nRuntimeError: error 901\n")
@@ -88,11 +91,14 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
 
     monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
     with pytest.raises(SystemExit, match="1 of 2 rows failed"):
-        warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0"])
+        warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0", "--optimization-level", "1"])
+    assert levels == ["1", "1"]  # every row's child compiles at the level asked for
     out = capsys.readouterr().out
     assert "--preload-workers 16: the run failed (exit 1): ['RuntimeError: error 901']" in out
+    assert "device cuda:0, kernel cache empty per row, optimisation -O1" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
-    assert table_row == [["0", "0.0", "47.7", "0.1", "47.8", "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
+    assert table_row == [["0", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
+                          "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
 
 
 def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_loads(monkeypatch, capsys) -> None:
