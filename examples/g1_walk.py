@@ -78,7 +78,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint", default=None,
                         help="--resume: checkpoint file name (regex) in the run; or a checkpoint path to resume from")
     parser.add_argument("--save-interval", type=int, default=50)
-    parser.add_argument("--num-steps-per-env", type=int, default=24)
+    parser.add_argument("--num-steps-per-env", type=int, default=None,
+                        help="env steps per PPO iteration (default: the task's, else 24)")
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact",
                         help="value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, or none (a fall)")
     parser.add_argument("--symmetry", choices=("off", "augment", "loss", "both"), default="off",
@@ -233,7 +234,6 @@ def train(args: argparse.Namespace) -> Runner:
         torch.backends.cudnn.allow_tf32 = True
 
     cfg = RunnerConfig(
-        num_steps_per_env=args.num_steps_per_env,
         save_interval=args.save_interval,
         log_dir=None,
         seed=args.seed,
@@ -250,6 +250,10 @@ def train(args: argparse.Namespace) -> Runner:
         task_cfg = resumed_task_config(recorded, spec) or walk_config(preset=spec.config_preset)
         if args.model_variant:
             task_cfg = dataclasses.replace(task_cfg, model_variant=args.model_variant)
+    # the task's agent settings, then the command line's flag and overrides (which win)
+    cfg = apply_overrides({"agent": cfg}, list(spec.agent))["agent"]
+    if args.num_steps_per_env is not None:
+        cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
     env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
@@ -274,7 +278,7 @@ def train(args: argparse.Namespace) -> Runner:
     if rank == 0:
         print(f"{spec.id}: {num_envs} envs x {distributed.world_size()} process(es) on {sim} ({env_device}), "
               f"{iterations} iterations, run folder {log_dir}")
-        print(expectation(spec, sim, num_envs, iterations, args.num_steps_per_env))
+        print(expectation(spec, sim, num_envs, iterations, cfg.num_steps_per_env))
     runner.learn(iterations)
     if rank == 0:
         finish(runner, spec, sim, env, Path(cfg.log_dir))

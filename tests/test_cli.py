@@ -119,6 +119,22 @@ def test_overrides_reach_the_task_and_the_learner_and_are_recorded(tmp_path):
     assert agent["ppo"]["learning_rate"] == 3e-4 and env["rewards"]["action_rate"] == -0.05
 
 
+def test_a_task_brings_its_agent_settings_and_the_command_line_wins(tmp_path):
+    common = ["--task", "G1-Walk-Clock-Fast-v1", "--num_envs", "4", "--max_iterations", "1", "--save-interval", "1"]
+    runner = g1_walk.main([*common, "--log-dir", str(tmp_path / "task")])
+    assert runner.cfg.num_steps_per_env == 12 and runner.cfg.ppo.desired_kl == 0.02  # the task's
+    assert runner.cfg.ppo.learning_rate == 1e-3 and runner.cfg.ppo.num_mini_batches == 4  # the rest: the defaults
+    assert [(r.start_step, r.end_step) for r in runner.env.task_cfg.reward_ramps] == [(3000, 6600)] * 2
+    agent = yaml.safe_load((tmp_path / "task" / "params" / "agent.yaml").read_text())
+    assert agent["num_steps_per_env"] == 12 and agent["ppo"]["desired_kl"] == 0.02
+    assert checkpoint.read(tmp_path / "task" / "model_1.pt")["total_steps"] == 4 * 12
+    mine = g1_walk.main([*common, "--num-steps-per-env", "6", "agent.ppo.desired_kl=0.05", "--log-dir", str(tmp_path / "mine")])
+    assert mine.cfg.num_steps_per_env == 6 and mine.cfg.ppo.desired_kl == 0.05
+    plain = g1_walk.main(["--task", "G1-Walk-Clock-Fast-v0", "--num_envs", "4", "--max_iterations", "1",
+                          "--log-dir", str(tmp_path / "v0")])
+    assert plain.cfg.num_steps_per_env == 24 and plain.cfg.ppo.desired_kl == 0.01
+
+
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):
     g1_walk.main(["--eval", str(SHIPPED), "--num-envs", "4", "--horizon-s", "1", "--no-plots", "--sweep", "0.60"])
     out = capsys.readouterr().out

@@ -19,7 +19,9 @@ from isaac_adapter.tasks.g1_walk.config import (
     PRESETS,
     G1WalkConfig,
     RewardWeights,
+    FAST_V1_STEPS_PER_ITERATION,
     clock_fast_config,
+    clock_fast_v1_config,
     clock_ramp_config,
     gait_clock_config,
     smooth_gait_config,
@@ -97,7 +99,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 
 def test_presets_and_the_smooth_gait_weights() -> None:
-    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast"}
+    assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast", "clock_fast_v1"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -120,6 +122,8 @@ def test_registry_ids_and_presets() -> None:
     assert registry.get_task("G1-Walk-Clock-v0").config_preset == "gait_clock"
     assert registry.get_task("G1-Walk-Clock-Ramp-v0").config_preset == "clock_ramp"
     assert registry.get_task("G1-Walk-Clock-Fast-v0").config_preset == "clock_fast"
+    assert registry.get_task("G1-Walk-Clock-Fast-v1").config_preset == "clock_fast_v1"
+    assert all(not spec.agent for spec in registry.TASKS.values() if spec.id != "G1-Walk-Clock-Fast-v1")
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
     assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
@@ -189,6 +193,34 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
                                                     reward_ramps=ramps))
     assert set(preset) == set(recorded)
     assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
+
+
+def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> None:
+    """G1-Walk-Clock-Fast-v1 (env preset and agent settings) is what g1_ttw_kl2_4k12_s2_it420.pt
+    recorded when it was trained as G1-Walk-Clock-Fast-v0 with 12 steps, desired_kl 0.02 and the
+    ramps on the command line: the fastest recipe to the gate, by one task id."""
+    from ppo_bootstrap import RunnerConfig
+    from ppo_bootstrap.overrides import apply_overrides
+
+    spec = registry.get_task("G1-Walk-Clock-Fast-v1")
+    agent = apply_overrides({"agent": RunnerConfig()}, list(spec.agent))["agent"]
+    assert agent.num_steps_per_env == FAST_V1_STEPS_PER_ITERATION == 12 and agent.ppo.desired_kl == 0.02
+    assert dataclasses.replace(agent, num_steps_per_env=24, ppo=PPOConfig()) == RunnerConfig()  # nothing else
+    v1 = clock_fast_v1_config(num_envs=4096, device="cuda")
+    # the same iterations 250-550 as the v0 recipe, counted in 12-step iterations
+    assert [(r.term, r.weight, r.start_step, r.end_step) for r in v1.reward_ramps] == [
+        ("action_rate", -0.15, 3000, 6600), ("ang_vel_xy", -0.2, 3000, 6600)]
+    assert dataclasses.replace(v1, reward_ramps=()) == dataclasses.replace(clock_fast_config(num_envs=4096, device="cuda"),
+                                                                           reward_ramps=())
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_kl2_4k12_s2_it420.pt",
+                      map_location="cpu", weights_only=False)
+    recorded = ckpt["task"]["env"]
+    assert {k: v for k, v in dataclasses.asdict(v1).items() if k != "seed"} == \
+        {k: v for k, v in recorded.items() if k != "seed"}
+    assert ckpt["config"]["num_steps_per_env"] == agent.num_steps_per_env
+    assert ckpt["config"]["ppo"]["desired_kl"] == agent.ppo.desired_kl
+    assert walk_config(preset="clock_fast_v1", rel_standing_envs=0.2).rel_standing_envs == 0.2
+    assert clock_fast_v1_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
 def test_stored_config_keeps_what_the_checkpoint_recorded() -> None:

@@ -13,6 +13,10 @@ id                                 what                                         
 ``G1-Walk-Clock-Fast-v0``          the time-to-walk recipe: the clock task trained on  mujoco, warp, isaaclab
                                    10 ms x 2 physics, the ramps from iteration 250
                                    (``config.clock_fast_config``; judged at 5 ms x 4)
+``G1-Walk-Clock-Fast-v1``          the same on 12-step iterations with twice the KL    mujoco, warp, isaaclab
+                                   target: half the samples to the gate
+                                   (``config.clock_fast_v1_config``; agent settings
+                                   in ``TaskSpec.agent``)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
                                    from the start (``config.smooth_gait_config``; in
                                    the runs measured, learnt to stand, not to walk)
@@ -51,6 +55,8 @@ class TaskSpec:
         gait_clock: for the project's G1 task: whether the gait-clock variant (None for others).
         preset: for the project's G1 task: its key in ``config.PRESETS``, when not the one
             ``gait_clock`` names (``"gait_clock"`` or ``"default"``).
+        agent: the task's own learner settings, as ``agent.*`` overrides (Isaac Lab's per-task
+            agent config): applied before the command line's flags and overrides, which win.
     """
 
     id: str
@@ -58,6 +64,7 @@ class TaskSpec:
     sims: tuple[str, ...]
     gait_clock: bool | None = None
     preset: str | None = None
+    agent: tuple[str, ...] = ()
 
     @property
     def is_g1_walk(self) -> bool:
@@ -81,6 +88,9 @@ TASKS: dict[str, TaskSpec] = {
                  "after the gait (passes the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_ramp"),
         TaskSpec("G1-Walk-Clock-Fast-v0", "G1 velocity walking with the gait clock on 10 ms x 2 physics, smoothness "
                  "ramped in from iteration 250 (the time-to-walk recipe)", ("mujoco", "warp", "isaaclab"), True, "clock_fast"),
+        TaskSpec("G1-Walk-Clock-Fast-v1", "the time-to-walk recipe on 12-step iterations with twice the KL target "
+                 "(half the samples to the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_fast_v1",
+                 ("agent.num_steps_per_env=12", "agent.ppo.desired_kl=0.02")),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),
