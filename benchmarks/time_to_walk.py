@@ -11,7 +11,9 @@
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
 (``torchrun --standalone --nproc-per-node N`` when ``--nproc`` > 1) trains into ``OUT/<mode>_s<seed>``
 with a wall-clock budget from its launch. Meanwhile a pool of ``--judge-workers`` CPU processes
-(``--judge-threads`` torch and MuJoCo threads each, so that the judges leave cores to the trainer)
+(``--judge-threads`` torch and MuJoCo threads each, so that the judges leave cores to the trainer,
+and ``--judge-nice`` lower in the scheduler's priority than it, so that its host thread, which
+feeds the GPU, is not the one kept waiting)
 runs the gate (``isaac_adapter/evaluation/gate.py``, as ``benchmarks/g1_gate.py`` does) on every
 checkpoint as soon as it is visible (checkpoints are written through a rename, so a visible
 ``model_<it>.pt`` is complete). The first checkpoint that passes, with every earlier one judged and
@@ -390,9 +392,10 @@ def log_tail(path: Path, lines: int = 15) -> str:
 # -- judging -------------------------------------------------------------------------------------
 
 
-def _judge_init(threads: int) -> None:
+def _judge_init(threads: int, nice: int = 0) -> None:
     import torch
 
+    os.nice(nice)  # niceness up by ``nice``: the trainer comes first when the cores are all busy
     torch.set_num_threads(threads)
     torch.set_grad_enabled(False)
 
@@ -419,13 +422,14 @@ def judge_checkpoint(path: str, gate: dict[str, Any], threads: int) -> dict[str,
 
 
 class Judges:
-    """A pool of CPU processes judging checkpoints, ``threads`` torch and MuJoCo threads each."""
+    """A pool of CPU processes judging checkpoints, ``threads`` torch and MuJoCo threads each, each
+    ``nice`` steps lower in scheduling priority than this process."""
 
-    def __init__(self, workers: int, threads: int, gate: dict[str, Any]) -> None:
+    def __init__(self, workers: int, threads: int, gate: dict[str, Any], nice: int = 0) -> None:
         self.threads, self.gate = threads, gate
         # spawn: the parent may hold a CUDA context, which forked children must not inherit
         self.pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_judge_init, initargs=(threads,))
+                                           initializer=_judge_init, initargs=(threads, nice))
 
     def submit(self, path: Path) -> cf.Future:
         return self.pool.submit(judge_checkpoint, str(path), self.gate, self.threads)
@@ -600,7 +604,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         "runs": [],
     }
     result_path = out / RESULTS
-    judges = Judges(a.judge_workers, a.judge_threads, gate)
+    judges = Judges(a.judge_workers, a.judge_threads, gate, a.judge_nice)
     abort = threading.Event()
     lock = threading.Lock()
 
@@ -671,7 +675,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
 def judge_only(dirs: list[str], a: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     """Judge the checkpoints already in run folders, up to the first pass of each."""
     gate = gate_settings(a)
-    judges = Judges(a.judge_workers, a.judge_threads, gate)
+    judges = Judges(a.judge_workers, a.judge_threads, gate, a.judge_nice)
     results: dict[str, Any] = {"command": shlex.join(["python", "benchmarks/time_to_walk.py", *argv]),
                                "machine": machine(),
                                "settings": {"gate": gate, "warmup_iterations": a.warmup_iterations}, "runs": []}
@@ -727,7 +731,8 @@ def describe(results: dict[str, Any]) -> str:
     if s.get("sim"):
         head.append(f"training: {s['sim']} on {s['device']}, {s['num_envs']} envs x {s['nproc']} process(es), "
                     f"checkpoint every {s['save_interval']} iterations, budget {s['budget_s']:g} s, Warp kernel "
-                    f"cache {s['warp_cache']}; judges: {s['judge_workers']} x {s['judge_threads']} threads")
+                    f"cache {s['warp_cache']}; judges: {s['judge_workers']} x {s['judge_threads']} threads"
+                    + (f", nice {s['judge_nice']}" if s.get("judge_nice") else ""))
     head.append(f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s, seed {gate.get('seed')}; steady "
                 f"samples/s: median after {s.get('warmup_iterations')} warm-up iterations; (a) = samples to gate / "
                 "steady samples/s; (b) = checkpoint written - launch")
@@ -765,6 +770,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--overwrite", action="store_true", help="delete run folders this command would reuse")
     p.add_argument("--judge-workers", type=int, default=4, help="gate processes beside the trainer")
     p.add_argument("--judge-threads", type=int, default=2, help="torch and MuJoCo threads per gate process")
+    p.add_argument("--judge-nice", type=int, default=10, choices=range(20), metavar="0-19",
+                   help="how much lower the gate processes' scheduling priority is than the trainer's (0: the same)")
     p.add_argument("--warmup-iterations", type=int, default=5, help="iterations left out of the steady samples/s")
     p.add_argument("--stop-timeout-s", type=float, default=120.0, help="after SIGTERM, SIGKILL a trainer after this")
     p.add_argument("--gate-starts", type=int, default=GateConfig.starts, help="the gate's noisy starts per command")

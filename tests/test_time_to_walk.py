@@ -371,3 +371,19 @@ def test_parallel_runs_start_together_and_are_marked(tmp_path: Path) -> None:
     assert abs(runs[0]["launch_time"] - runs[1]["launch_time"]) < 12
     assert all(r["judged"] and r["checkpoints_written"] for r in runs)
     assert "shared (2 at once)" in out.stdout
+
+
+def test_judges_run_below_the_trainers_priority() -> None:
+    """The gate processes take the CPU only when the trainer, whose host thread feeds the GPU, does not."""
+    base = os.nice(0)
+    judges = ttw.Judges(1, 1, {}, nice=7)
+    try:
+        assert judges.pool.submit(os.nice, 0).result(timeout=120) == min(base + 7, 19)
+    finally:
+        judges.close()
+    assert os.nice(0) == base  # this process keeps its own
+    plain = ttw.Judges(1, 1, {})
+    try:
+        assert plain.pool.submit(os.nice, 0).result(timeout=120) == base
+    finally:
+        plain.close()
