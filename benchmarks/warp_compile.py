@@ -112,14 +112,17 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
 
 
 def _output(row: dict) -> str:
-    """The table's output column: ``ptx`` / ``cubin`` with Warp's toolkit and the driver, or ``native`` (CPU)."""
-    if row.get("output", "native") == "native":
-        return row.get("output", "-")
-    return f"{row['output']} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
+    """The table's output column: ``ptx`` / ``cubin`` with Warp's toolkit and the driver, ``native``
+    (the CPU), or ``-`` (a row measured before the column existed)."""
+    output = row.get("output", "-")
+    if output in ("native", "-"):
+        return output
+    return f"{output} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
 
 
-def _version(v) -> str:
-    return "?" if v is None else ".".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+def _version(version: list[int] | tuple[int, ...] | None) -> str:
+    """``(13, 4)`` as ``13.4``; ``?`` when Warp found no such version (no driver)."""
+    return "?" if version is None else ".".join(str(part) for part in version)
 
 
 def failure(done: subprocess.CompletedProcess) -> str:
@@ -156,6 +159,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
     args = p.parse_args(argv)
+    if args.training_start and args.optimization_level is not None:
+        p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
+                "default: run the two in separate commands")
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level)))

@@ -253,6 +253,9 @@ def train(args: argparse.Namespace) -> Runner:
     # the task's agent settings, then the command line's flag and overrides (which win)
     cfg = apply_overrides({"agent": cfg}, list(spec.agent))["agent"]
     if args.num_steps_per_env is not None:
+        if args.num_steps_per_env < 1:
+            raise registry.UsageError(f"--num-steps-per-env {args.num_steps_per_env}: a PPO iteration needs at least "
+                                      "1 env step per env (the G1 recipes use 12 or 24)")
         cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
     task_cfg, cfg = configs["env"], configs["agent"]

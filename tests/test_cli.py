@@ -49,6 +49,8 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["--task", "Isaac-Velocity-Flat-G1", "env.sim_dt=0.004"],
      "env.sim_dt=0.004: Isaac-Velocity-Flat-G1 takes its env configuration from its own simulator; env.* overrides are for the G1-Walk tasks"),
     (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
+    (["--task", "G1-Walk-Clock-Fast-v1", "--num-steps-per-env", "0"],
+     "--num-steps-per-env 0: a PPO iteration needs at least 1 env step per env (the G1 recipes use 12 or 24)"),
     (["--cuda-graph-step", "--sim", "mujoco"],
      "--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; this run is G1-Walk-Clock-v0 on --sim mujoco on cpu"),
 ])

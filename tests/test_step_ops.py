@@ -130,3 +130,12 @@ def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_l
     out = capsys.readouterr().out
     cells = out.strip().splitlines()[-1].split()  # the training start's table row, after its wall clock
     assert cells[1:] == ["1", "/", "3.0", "2", "/", "0.8", "0", "/", "0.0"]
+
+
+def test_warp_compile_refuses_an_optimization_level_the_training_start_would_not_use(capsys) -> None:
+    import warp_compile
+
+    with pytest.raises(SystemExit) as stop:
+        warp_compile.main(["--training-start", "--optimization-level", "1"])
+    assert stop.value.code == 2
+    assert "--training-start runs g1_walk.py at Warp's default: run the two in separate commands" in capsys.readouterr().err
