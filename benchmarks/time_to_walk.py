@@ -177,6 +177,11 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
               # where an iteration's time goes: the rollout and the update (seconds, steady medians)
               "collection_s": steady_median(metrics, warmup, "perf/collection_s"),
               "learning_s": steady_median(metrics, warmup, "perf/learning_s"),
+              # up to the first checkpoint no judge ran beside the trainer: its update alone on the CPU
+              "learning_s_unjudged": steady_median([r for r in metrics if not judged or r["iteration"] <= judged[0]["iteration"]],
+                                                   warmup, "perf/learning_s"),
+              # how far each update moved the policy (the adaptive schedule aims at desired_kl)
+              "kl": steady_median(metrics, warmup, "policy/kl"),
               "iterations": metrics[-1]["iteration"] if metrics else 0,
               "first_iteration_s": (metrics[0]["time"] - launch) if metrics and launch is not None else None,
               "judged": judged}
@@ -300,8 +305,12 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
         if r.get("collection_s") is not None and r.get("learning_s") is not None and r.get("speed_comparable", True):
+            unjudged = r.get("learning_s_unjudged")
+            kl = r.get("kl")
             out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
-                       f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s")
+                       f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s"
+                       + (f" ({unjudged:.3f} s up to the first checkpoint, before any judging)" if unjudged else "")
+                       + (f"; KL {kl:.4f}" if kl is not None else ""))
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(

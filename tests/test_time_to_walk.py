@@ -115,6 +115,23 @@ def test_last_failures_say_which_line_held_the_run_back() -> None:
     assert "exact seed 0: last judged iteration each gate line failed: falls 20; smooth 30" in text
 
 
+def test_the_update_before_any_judging_and_the_kl_are_told_apart() -> None:
+    """Up to the first checkpoint no judge shares the CPU: the trainer's update time there is its own."""
+    metrics = [dict(metric(i, 1000.0, learn=0.04 if i <= 4 else 0.06), **{"policy/kl": 0.01 * i})
+               for i in range(1, 9)]
+    meta = {"mode": "exact", "seed": 3, "num_envs": 8, "nproc": 1, "launch_time": None}
+    r = ttw.summarize_run(meta, metrics, [judged(6, False), judged(4, False)], warmup=1)
+    assert r["learning_s_unjudged"] == 0.04  # iterations 2-4: the first checkpoint judged is 4
+    assert r["learning_s"] == 0.06  # median of 0.04 x 3 and 0.06 x 4
+    assert r["kl"] == pytest.approx(0.05)  # median of 0.02 ... 0.08
+    assert ("exact seed 3: per iteration (steady medians) collection 1.000 s, learning 0.060 s "
+            "(0.040 s up to the first checkpoint, before any judging); KL 0.0500") in ttw.format_results([r])
+    unjudged = ttw.summarize_run(meta, [metric(i, 1000.0, learn=0.05) for i in range(1, 5)], [], warmup=1)
+    assert unjudged["learning_s_unjudged"] == unjudged["learning_s"] == 0.05 and unjudged["kl"] is None
+    assert "learning 0.050 s (0.050 s up to the first checkpoint, before any judging)\n" in \
+        ttw.format_results([unjudged]) + "\n"
+
+
 def test_summarize_run_not_reached_keeps_the_closest() -> None:
     rows = [judged(2, False, [line("a", 0.5, 0.2), line("b", 0.5, 0.2)], written_s=1.0, samples=2),
             judged(4, False, [line("a", 0.3, 0.2), line("b", 0.1, 0.2)], written_s=2.0, samples=4)]
