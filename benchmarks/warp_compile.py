@@ -5,6 +5,7 @@
     python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
     python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
+    python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -25,6 +26,9 @@ Each row says what a CUDA module compiles to: PTX, which the driver turns into m
 loads it, or a CUBIN, Warp's choice when the driver is older than Warp's CUDA toolkit (both versions
 are printed). ``--optimization-level`` compiles every row at that level instead of Warp's default
 (-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels.
+
+``--from-log`` reads the module loads out of a log that Warp wrote (a training run's ``train.log``
+under ``time_to_walk.py``) and prints the same split, with the slowest modules, measuring nothing.
 
 Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
 that fails is reported with its last error line and the others are still measured.
@@ -111,6 +115,29 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     return row
 
 
+def slowest_loads(log: str, count: int = 3) -> list[tuple[str, float]]:
+    """The ``count`` modules of Warp's load lines ``log`` that took longest: ``(name, seconds)``."""
+    loads = [(name, float(ms) / 1000) for name, ms, _ in LOAD_LINE.findall(log)]
+    return sorted(loads, key=lambda load: load[1], reverse=True)[:count]
+
+
+def print_log_loads(path: str) -> None:
+    """``--from-log``: the load split and the slowest modules of a log Warp wrote."""
+    try:
+        log = Path(path).read_text(errors="replace")
+    except OSError as err:
+        raise SystemExit(f"error: --from-log {path}: {err.strerror or err}") from None
+    r = split_loads(log)
+    if not r["named_n"] + r["per_model_n"] + r["cached_n"]:
+        raise SystemExit(f"error: --from-log {path}: no Warp module load lines in it (Warp logs them unless quiet)")
+    print(f"Warp module loads in {path}")
+    print(format_table(["compiled s", "named: n / compile s", "per-model: n / compile s", "cached: n / s"],
+                       [[f"{r['named_compiled_s'] + r['per_model_compiled_s']:.1f}",
+                         f"{r['named_n']} / {r['named_compiled_s']:.1f}",
+                         f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}", f"{r['cached_n']} / {r['cached_s']:.1f}"]]))
+    print("slowest: " + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest_loads(log)))
+
+
 def _output(row: dict) -> str:
     """The table's output column: ``ptx`` / ``cubin`` with Warp's toolkit and the driver, ``native``
     (the CPU), or ``-`` (a row measured before the column existed)."""
@@ -157,8 +184,13 @@ def main(argv: list[str] | None = None) -> None:
                    help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
     p.add_argument("--training-start", action="store_true",
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
+    p.add_argument("--from-log", metavar="LOG", default=None,
+                   help="print the module loads of a log Warp wrote (a training run's train.log) and measure nothing")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
     args = p.parse_args(argv)
+    if args.from_log:
+        print_log_loads(args.from_log)
+        return
     if args.training_start and args.optimization_level is not None:
         p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
                 "default: run the two in separate commands")

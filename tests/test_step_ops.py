@@ -139,3 +139,24 @@ def test_warp_compile_refuses_an_optimization_level_the_training_start_would_not
         warp_compile.main(["--training-start", "--optimization-level", "1"])
     assert stop.value.code == 2
     assert "--training-start runs g1_walk.py at Warp's default: run the two in separate commands" in capsys.readouterr().err
+
+
+def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> None:
+    import warp_compile
+
+    log = tmp_path / "train.log"
+    log.write_text("Warp 1.19.0 initialized:\n"
+                   "Module mujoco_warp._src.forward 39eb33c load on device 'cuda:0' took 14660.05 ms  (compiled)\n"
+                   "Module ccd_kernel_builder__locals__ccd_kernel_3844b8d5 3844b8d load on device 'cuda:0' took 41541.36 ms  (compiled)\n"
+                   "Module _solve_done__locals__kernel_acad9682 acad968 load on device 'cuda:0' took 218.78 ms  (compiled)\n"
+                   "Module _next_time_builder__locals___next_time_4b70cbb3 4b70cbb load on device 'cuda:0' took 5.00 ms  (cached)\n"
+                   "computation: 18,081 steps/s\n")
+    warp_compile.main(["--from-log", str(log)])
+    out = capsys.readouterr().out
+    assert out.splitlines()[-2].split() == ["56.4", "1", "/", "14.7", "2", "/", "41.8", "1", "/", "0.0"]
+    assert out.splitlines()[-1] == ("slowest: ccd_kernel_builder__locals__ccd_kernel_3844b8d5 41.5 s; "
+                                    "mujoco_warp._src.forward 14.7 s; _solve_done__locals__kernel_acad9682 0.2 s")
+    (tmp_path / "empty.log").write_text("no loads here\n")
+    for path, why in ((tmp_path / "empty.log", "no Warp module load lines in it"), (tmp_path / "none.log", "No such file")):
+        with pytest.raises(SystemExit, match=why):
+            warp_compile.main(["--from-log", str(path)])
