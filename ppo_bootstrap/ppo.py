@@ -237,7 +237,7 @@ class PPO:
             self._graph = _GraphedStep(self, storage)
         losses = []  # per mini-batch [value, surrogate, entropy, kl, symmetry], read back once at the end
         if graphed:
-            # every epoch's order up front, in one transfer: the replays then queue without a host sync
+            # every epoch's order up front, drawn on the device: the replays then queue without a host sync
             orders, size = storage.permutations(cfg.num_learning_epochs, cfg.num_mini_batches, generator)
             for order in orders:
                 for i in range(cfg.num_mini_batches):

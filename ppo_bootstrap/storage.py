@@ -116,6 +116,7 @@ class RolloutStorage:
         self._final_all: dict[str, torch.Tensor] = {}
         self._final_all_state: torch.Tensor | None = None
         self._dense_steps: list[int] = []
+        self._order_generator: torch.Generator | None = None  # draws the update's shuffles on the device
         self.terminal: TerminalRows | None = None
 
     def start(self, states: tuple[State, State]) -> None:
@@ -239,19 +240,25 @@ class RolloutStorage:
         """``count`` shuffled orders of the samples (envs, if recurrent), ``[count, n]`` on the device,
         and the mini-batch size.
 
-        They are drawn on the CPU one after another from ``generator`` (so ``count`` calls of
-        :meth:`permutation` give the same orders) and reach a GPU in one copy from pinned memory,
-        which does not wait for the device: a copy from pageable memory would synchronise the
-        stream, leaving the GPU idle while the host draws the next epoch's order.
+        Each order is drawn where the storage lives, by a generator seeded with one number from
+        ``generator`` (the runner's CPU generator; the default one if ``None``). So the host does no
+        work of size ``n`` and copies nothing: under CPU load from other processes, host-side
+        shuffles (and their thread-pool barriers) stalled the GPU update. One seed per order means
+        ``count`` calls of :meth:`permutation` give the same orders as one call here, and a
+        checkpoint's CPU generator state still fixes every shuffle after a resume.
         """
         n = self.num_envs if self.is_recurrent else self.num_steps * self.num_envs
         if n % num_mini_batches:
             unit = "envs" if self.is_recurrent else "samples"
             raise ValueError(f"{n} {unit} do not split into {num_mini_batches} mini-batches")
-        orders = torch.stack([torch.randperm(n, generator=generator, device="cpu") for _ in range(count)])
-        if self.device.type == "cuda":
-            return orders.pin_memory().to(self.device, non_blocking=True), n // num_mini_batches
-        return orders.to(self.device), n // num_mini_batches
+        seeds = torch.randint(0, 2**62, (count,), generator=generator).tolist()  # CPU: no device sync
+        if self._order_generator is None:
+            self._order_generator = torch.Generator(device=self.device)
+        orders = []
+        for seed in seeds:
+            self._order_generator.manual_seed(seed)
+            orders.append(torch.randperm(n, generator=self._order_generator, device=self.device))
+        return torch.stack(orders), n // num_mini_batches
 
     def permutation(self, num_mini_batches: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
         """A shuffled order of samples (envs, if recurrent) ``[n]`` on the device, and the mini-batch size."""

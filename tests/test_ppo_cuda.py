@@ -53,17 +53,27 @@ def test_runner_trains_on_cuda_with_graphs():
     assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
 
 
-def test_the_epochs_orders_reach_the_gpu_without_a_host_sync():
-    """A copy from pageable memory synchronises the stream (the host waits for every queued replay);
-    the orders go through pinned memory instead."""
+def test_the_epochs_orders_are_drawn_on_the_gpu_without_a_host_sync():
+    """The orders are drawn on the device from seeds of the CPU generator: no host sync (a copy from
+    pageable memory would wait for every queued replay), the same orders for the same seed, and one
+    call for five epochs gives the five orders of five one-epoch calls (graphed and eager updates
+    see the same batches)."""
     storage = filled_storage()
+    n = 24 * 512
     torch.cuda.set_sync_debug_mode("error")
     try:
         orders, size = storage.permutations(5, 4, torch.Generator().manual_seed(0))
         with pytest.raises(RuntimeError, match="synchroniz"):
-            torch.randperm(24 * 512).to("cuda")  # the pageable copy, for contrast
+            torch.randperm(n).to("cuda")  # the pageable copy, for contrast
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert orders.device.type == "cuda" and orders.shape == (5, 24 * 512) and size == 24 * 512 // 4
-    expected = torch.Generator().manual_seed(0)
-    torch.testing.assert_close(orders.cpu(), torch.stack([torch.randperm(24 * 512, generator=expected) for _ in range(5)]))
+    assert orders.device.type == "cuda" and orders.shape == (5, n) and size == n // 4
+    assert all(torch.equal(order.sort().values.cpu(), torch.arange(n)) for order in orders)
+    assert len({tuple(order.tolist()) for order in orders}) == 5
+    again, _ = storage.permutations(5, 4, torch.Generator().manual_seed(0))
+    one_by_one = torch.Generator().manual_seed(0)
+    singles = torch.stack([storage.permutation(4, one_by_one)[0] for _ in range(5)])
+    torch.testing.assert_close(again, orders, rtol=0, atol=0)
+    torch.testing.assert_close(singles, orders, rtol=0, atol=0)
+    other, _ = storage.permutations(5, 4, torch.Generator().manual_seed(1))
+    assert not torch.equal(other, orders)
