@@ -7,6 +7,7 @@
     python benchmarks/time_to_walk.py --table runs/ttw_s0 runs/ttw_s1               # one table of both, medians over both
     python benchmarks/time_to_walk.py --judge-only runs/ttw/exact_s0                # judge a run folder's checkpoints
     python benchmarks/time_to_walk.py --seeds 0 1 2 --modes state_value --parallel 3 --out runs/sv   # samples only
+    python benchmarks/time_to_walk.py --judge-when after --max-iterations 560 --save-interval 20 -- --task G1-Walk-Clock-Fast-v1 --symmetry both --tf32 --cuda-graph-step
 
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
 (``torchrun --standalone --nproc-per-node N`` when ``--nproc`` > 1) trains into ``OUT/<mode>_s<seed>``
@@ -35,7 +36,10 @@ Two measures per run:
   shared, so only the first run on a fresh machine compiles from scratch.
 
 The judges share the machine with the trainer, so the steady samples/s is the trainer's speed while
-checkpoints are judged beside it. ``--parallel N`` runs up to N trainers at once on the device: the
+checkpoints are judged beside it. With ``--judge-when after`` nothing is judged until the trainer
+has exited (at its budget, or at ``--max-iterations``): the trainer then has the machine to itself,
+so its speed is the training speed alone, and (b) still reads the checkpoint's file time; but no
+run ends early at the gate, so give each the iterations it needs. ``--parallel N`` runs up to N trainers at once on the device: the
 samples to the gate still compare (they do not depend on speed), the speeds do not, so those runs
 show no speed in the table and are left out of the speed medians. Prints a table per run and a median per mode (a run that did not
 reach the gate counts as infinitely long, so the median is finite when more than half reached it;
@@ -171,15 +175,17 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
     metrics = sorted(metrics, key=lambda r: r["iteration"])
     launch = meta.get("launch_time")
     sps = steady_median(metrics, warmup)
+    alone_until = judged[0]["iteration"] if judged and meta.get("judge_when") != "after" else None
+    # up to the first checkpoint (or all along, judged after the run) no judge ran beside the trainer
+    alone = [r for r in metrics if alone_until is None or r["iteration"] <= alone_until]
     record = {**meta, "warmup_iterations": warmup, "steady_steps_per_s": sps,
               # with --parallel > 1 trainers shared the device: samples compare, speeds do not
               "speed_comparable": meta.get("parallel", 1) == 1,
               # where an iteration's time goes: the rollout and the update (seconds, steady medians)
               "collection_s": steady_median(metrics, warmup, "perf/collection_s"),
               "learning_s": steady_median(metrics, warmup, "perf/learning_s"),
-              # up to the first checkpoint no judge ran beside the trainer: its update alone on the CPU
-              "learning_s_unjudged": steady_median([r for r in metrics if not judged or r["iteration"] <= judged[0]["iteration"]],
-                                                   warmup, "perf/learning_s"),
+              "learning_s_unjudged": steady_median(alone, warmup, "perf/learning_s"),
+              "steady_steps_per_s_unjudged": steady_median(alone, warmup),
               # how far each update moved the policy (the adaptive schedule aims at desired_kl)
               "kl": steady_median(metrics, warmup, "policy/kl"),
               "iterations": metrics[-1]["iteration"] if metrics else 0,
@@ -192,6 +198,7 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
                       if r["iteration"] <= passed["iteration"])
         record.update(gate_iteration=passed["iteration"], samples_to_gate=passed.get("samples"),
                       measure_a_s=measure_a(passed.get("samples"), sps), wall_to_gate_s=passed["written_s"],
+                      measure_a_unjudged_s=measure_a(passed.get("samples"), record["steady_steps_per_s_unjudged"]),
                       train_s_to_gate=train_s if metrics else None, closest=None)
     else:
         near = closest(judged)
@@ -239,6 +246,9 @@ def mode_summary(records: list[dict[str, Any]], by: str = "variant") -> list[dic
             "timed_runs": len(timed),
             "steady_steps_per_s": steady,
             "measure_a_s": _median_or_inf([r["measure_a_s"] for r in timed], timed_reached),
+            # the same at each run's speed before any judge shared the CPU (older records: None)
+            "measure_a_unjudged_s": _median_or_inf([r.get("measure_a_unjudged_s") for r in timed], timed_reached)
+            if any(r.get("steady_steps_per_s_unjudged") for r in timed) else None,
             # the goals table's (a): samples of every run (shared ones count) over the speed of those alone
             "measure_a_of_medians_s": samples / steady if samples is not None and steady else None,
             "wall_to_gate_s": _median_or_inf([r["wall_to_gate_s"] for r in timed], timed_reached),
@@ -305,12 +315,17 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
         if r.get("collection_s") is not None and r.get("learning_s") is not None and r.get("speed_comparable", True):
-            unjudged = r.get("learning_s_unjudged")
-            kl = r.get("kl")
+            unjudged, kl = r.get("learning_s_unjudged"), r.get("kl")
+            alone_rate, alone_a = r.get("steady_steps_per_s_unjudged"), r.get("measure_a_unjudged_s")
+            if r.get("judge_when") == "after":  # the whole run was unjudged: nothing to tell apart
+                unjudged = alone_rate = alone_a = None
             out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
                        f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s"
                        + (f" ({unjudged:.3f} s up to the first checkpoint, before any judging)" if unjudged else "")
-                       + (f"; KL {kl:.4f}" if kl is not None else ""))
+                       + (" (judged after the run: the trainer alone)" if r.get("judge_when") == "after" else "")
+                       + (f"; KL {kl:.4f}" if kl is not None else "")
+                       + (f"; before any judging {alone_rate:,.0f} samples/s" if alone_rate else "")
+                       + (f", (a) at that rate {alone_a:.1f} s" if alone_a else ""))
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(
@@ -331,7 +346,9 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
                    f"steady {_num(s['steady_steps_per_s'], ',.0f', ' samples/s')}, "
                    f"(a) {_num(s['measure_a_s'], '.1f', ' s')} (of the medians "
                    f"{_num(s['measure_a_of_medians_s'], '.1f', ' s')}), (b) {_num(s['wall_to_gate_s'], '.1f', ' s')}, "
-                   f"first iteration {_num(s['first_iteration_s'], '.1f', ' s')}")
+                   f"first iteration {_num(s['first_iteration_s'], '.1f', ' s')}"
+                   + (f"; (a) at the speeds before any judging {_num(s['measure_a_unjudged_s'], '.1f', ' s')}"
+                      if s.get("measure_a_unjudged_s") is not None else ""))
     return "\n".join(out)
 
 
@@ -495,9 +512,10 @@ class Trainer:
 
 def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Trainer | None = None,
           budget_s: float | None = None, stop_timeout: float = 120.0, poll_s: float = 0.5,
-          abort: threading.Event | None = None) -> dict[str, Any]:
+          abort: threading.Event | None = None, judge_after: bool = False) -> dict[str, Any]:
     """Judge every checkpoint ``run_dir`` gets until the first pass is settled, stopping ``trainer`` on
     the first pass, at the end of ``budget_s``, or once ``abort`` is set (a run beside it failed).
+    With ``judge_after``, judging starts once the trainer has exited, so it runs alone.
     Returns judged rows, why the run stopped, the exit status."""
     pending: dict[cf.Future, tuple[int, str, float | None]] = {}
     submitted: set[int] = set()
@@ -513,7 +531,8 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
                 if rc != 0:
                     break
         candidate = first_pass(judged.values())
-        for it, path in checkpoints(run_dir).items():
+        visible = checkpoints(run_dir) if exited or not judge_after else {}
+        for it, path in visible.items():
             if it in submitted or (candidate is not None and it > candidate["iteration"]):
                 continue
             try:
@@ -631,10 +650,11 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         meta = {"mode": mode, "variant": name, "variant_args": variant_args, "seed": seed, "num_envs": a.num_envs,
                 "nproc": a.nproc, "budget_s": a.budget_s, "launch_time": trainer.launch_time, "run_dir": str(run_dir),
                 "log": str(trainer.log), "warp_cache": a.warp_cache, "trainer_command": command,
-                "parallel": a.parallel}
+                "parallel": a.parallel, "judge_when": a.judge_when}
         (run_dir / RUN_META).write_text(json.dumps(meta, indent=1))
         try:
-            watched = watch(run_dir, judges, trainer.launch_time, trainer, a.budget_s, a.stop_timeout_s, abort=abort)
+            watched = watch(run_dir, judges, trainer.launch_time, trainer, a.budget_s, a.stop_timeout_s, abort=abort,
+                            judge_after=a.judge_when == "after")
         finally:
             returncode = trainer.stop(a.stop_timeout_s)
         metrics = load_metrics(run_dir)
@@ -741,7 +761,8 @@ def describe(results: dict[str, Any]) -> str:
         head.append(f"training: {s['sim']} on {s['device']}, {s['num_envs']} envs x {s['nproc']} process(es), "
                     f"checkpoint every {s['save_interval']} iterations, budget {s['budget_s']:g} s, Warp kernel "
                     f"cache {s['warp_cache']}; judges: {s['judge_workers']} x {s['judge_threads']} threads"
-                    + (f", nice {s['judge_nice']}" if s.get("judge_nice") else ""))
+                    + (f", nice {s['judge_nice']}" if s.get("judge_nice") else "")
+                    + (", after each run (the trainer alone)" if s.get("judge_when") == "after" else ""))
     head.append(f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s, seed {gate.get('seed')}; steady "
                 f"samples/s: median after {s.get('warmup_iterations')} warm-up iterations; (a) = samples to gate / "
                 "steady samples/s; (b) = checkpoint written - launch")
@@ -781,6 +802,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--judge-threads", type=int, default=2, help="torch and MuJoCo threads per gate process")
     p.add_argument("--judge-nice", type=int, default=10, choices=range(20), metavar="0-19",
                    help="how much lower the gate processes' scheduling priority is than the trainer's (0: the same)")
+    p.add_argument("--judge-when", choices=("during", "after"), default="during",
+                   help="during: judge beside the trainer and stop it at the first pass; after: judge once the "
+                   "trainer has exited (budget or --max-iterations), so it trains alone")
     p.add_argument("--warmup-iterations", type=int, default=5, help="iterations left out of the steady samples/s")
     p.add_argument("--stop-timeout-s", type=float, default=120.0, help="after SIGTERM, SIGKILL a trainer after this")
     p.add_argument("--gate-starts", type=int, default=GateConfig.starts, help="the gate's noisy starts per command")

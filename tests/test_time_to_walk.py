@@ -116,20 +116,37 @@ def test_last_failures_say_which_line_held_the_run_back() -> None:
 
 
 def test_the_update_before_any_judging_and_the_kl_are_told_apart() -> None:
-    """Up to the first checkpoint no judge shares the CPU: the trainer's update time there is its own."""
-    metrics = [dict(metric(i, 1000.0, learn=0.04 if i <= 4 else 0.06), **{"policy/kl": 0.01 * i})
+    """Up to the first checkpoint no judge shares the CPU: the trainer's update time and speed there
+    are its own, and (a) at that speed is told apart from (a) at the whole run's."""
+    metrics = [dict(metric(i, 1000.0 if i <= 4 else 800.0, learn=0.04 if i <= 4 else 0.06), **{"policy/kl": 0.01 * i})
                for i in range(1, 9)]
     meta = {"mode": "exact", "seed": 3, "num_envs": 8, "nproc": 1, "launch_time": None}
-    r = ttw.summarize_run(meta, metrics, [judged(6, False), judged(4, False)], warmup=1)
+    r = ttw.summarize_run(meta, metrics, [judged(6, True, samples=4000, written_s=9.0), judged(4, False)], warmup=1)
     assert r["learning_s_unjudged"] == 0.04  # iterations 2-4: the first checkpoint judged is 4
+    assert r["steady_steps_per_s_unjudged"] == 1000.0
     assert r["learning_s"] == 0.06  # median of 0.04 x 3 and 0.06 x 4
+    assert r["steady_steps_per_s"] == 800.0
+    assert r["measure_a_s"] == 5.0 and r["measure_a_unjudged_s"] == 4.0  # 4000 samples / 800 and / 1000
     assert r["kl"] == pytest.approx(0.05)  # median of 0.02 ... 0.08
     assert ("exact seed 3: per iteration (steady medians) collection 1.000 s, learning 0.060 s "
-            "(0.040 s up to the first checkpoint, before any judging); KL 0.0500") in ttw.format_results([r])
+            "(0.040 s up to the first checkpoint, before any judging); KL 0.0500; before any judging "
+            "1,000 samples/s, (a) at that rate 4.0 s\n") in ttw.format_results([r]) + "\n"
     unjudged = ttw.summarize_run(meta, [metric(i, 1000.0, learn=0.05) for i in range(1, 5)], [], warmup=1)
     assert unjudged["learning_s_unjudged"] == unjudged["learning_s"] == 0.05 and unjudged["kl"] is None
-    assert "learning 0.050 s (0.050 s up to the first checkpoint, before any judging)\n" in \
-        ttw.format_results([unjudged]) + "\n"
+    assert "learning 0.050 s (0.050 s up to the first checkpoint, before any judging); before any judging " \
+        "1,000 samples/s\n" in ttw.format_results([unjudged]) + "\n"
+    assert ttw.mode_summary([r, unjudged])[0]["measure_a_unjudged_s"] == math.inf  # one of two missed: inf
+    assert ttw.mode_summary([r])[0]["measure_a_unjudged_s"] == 4.0
+    assert "; (a) at the speeds before any judging 4.0 s" in ttw.format_results([r])
+    older = {k: v for k, v in r.items() if k not in ("steady_steps_per_s_unjudged", "measure_a_unjudged_s")}
+    assert ttw.mode_summary([older])[0]["measure_a_unjudged_s"] is None
+    assert "before any judging" not in ttw.format_results([older]).splitlines()[-1]
+    # judged after the run: no iteration shared the CPU with a judge
+    after = ttw.summarize_run({**meta, "judge_when": "after"}, metrics, [judged(6, True, samples=4000, written_s=9.0)], warmup=1)
+    assert after["learning_s_unjudged"] == after["learning_s"] == 0.06
+    assert after["measure_a_unjudged_s"] == after["measure_a_s"] == 5.0
+    assert ("exact seed 3: per iteration (steady medians) collection 1.000 s, learning 0.060 s (judged after the "
+            "run: the trainer alone); KL 0.0500\n") in ttw.format_results([after]) + "\n"
 
 
 def test_summarize_run_not_reached_keeps_the_closest() -> None:
@@ -284,6 +301,29 @@ def test_watch_ends_at_the_budget_and_judges_the_last_save(tmp_path: Path) -> No
     assert watched["stop"] == "budget"
     assert [r["iteration"] for r in watched["judged"]] == list(ttw.checkpoints(run_dir))
     assert not any(r["passed"] for r in watched["judged"])
+
+
+def test_watch_judges_after_the_run_and_keeps_the_first_pass(tmp_path: Path) -> None:
+    """--judge-when after: no checkpoint is judged while the trainer runs; the run ends at its budget
+    (it cannot stop at a pass it has not seen), and the first pass is still the earliest passing save."""
+    run_dir, trainer = start_fake(tmp_path)
+
+    class AfterJudges(FakeJudges):
+        def submit(self, path: Path):
+            self.trainer_running.append(trainer.poll() is None)
+            return super().submit(path)
+
+    judges = AfterJudges(passes_from=20)
+    judges.trainer_running = []
+    watched = ttw.watch(run_dir, judges, trainer.launch_time, trainer, budget_s=3.0, stop_timeout=10, poll_s=0.05,
+                        judge_after=True)
+    assert trainer.stop(10) == 0
+    assert watched["stop"] == "budget"
+    assert judges.trainer_running and not any(judges.trainer_running)
+    saved = list(ttw.checkpoints(run_dir))
+    assert saved[:2] == [10, 20] and len(saved) >= 3  # it trained past the pass
+    assert ttw.first_pass(watched["judged"])["iteration"] == 20
+    assert [r["iteration"] for r in watched["judged"]][:2] == [10, 20]
 
 
 # -- the script ----------------------------------------------------------------------------------
