@@ -223,6 +223,21 @@ def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> No
     assert clock_fast_v1_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
+def test_the_fastest_checkpoint_trained_by_the_clock_fast_v1_id() -> None:
+    """g1_ttw_v1_s1_it400.pt was trained by ``--task G1-Walk-Clock-Fast-v1`` alone (no agent flags):
+    it recorded the id, its env preset, and its agent settings (12 steps, desired_kl 0.02)."""
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_v1_s1_it400.pt",
+                      map_location="cpu", weights_only=False)
+    assert ckpt["task"]["id"] == "G1-Walk-Clock-Fast-v1" and ckpt["iteration"] == 400
+    assert ckpt["total_steps"] == 400 * 12 * 4096
+    v1 = dataclasses.asdict(clock_fast_v1_config(num_envs=4096, device="cuda"))
+    assert {k: v for k, v in v1.items() if k != "seed"} == \
+        {k: v for k, v in ckpt["task"]["env"].items() if k != "seed"}
+    assert ckpt["config"]["num_steps_per_env"] == FAST_V1_STEPS_PER_ITERATION
+    assert ckpt["config"]["ppo"]["desired_kl"] == 0.02
+    assert ckpt["config"]["ppo"]["symmetry_augmentation"] and ckpt["config"]["ppo"]["symmetry_loss_coef"] > 0
+
+
 def test_stored_config_keeps_what_the_checkpoint_recorded() -> None:
     trained = dataclasses.asdict(smooth_gait_config(num_envs=4096, device="cuda", lin_vel_y_range=(-0.6, 0.6),
                                                     rel_standing_envs=0.2, episode_length_s=10.0))
