@@ -315,17 +315,19 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: {len(errors)} checkpoint(s) could not be judged, counted as "
                        f"failing; iteration {errors[0]['iteration']}: {errors[0]['error']}")
         if r.get("collection_s") is not None and r.get("learning_s") is not None and r.get("speed_comparable", True):
-            unjudged, kl = r.get("learning_s_unjudged"), r.get("kl")
-            alone_rate, alone_a = r.get("steady_steps_per_s_unjudged"), r.get("measure_a_unjudged_s")
+            kl, before, tail = r.get("kl"), "", ""
             if r.get("judge_when") == "after":  # the whole run was unjudged: nothing to tell apart
-                unjudged = alone_rate = alone_a = None
+                before = " (judged after the run: the trainer alone)"
+            else:
+                unjudged, rate, a_alone = (r.get(k) for k in ("learning_s_unjudged", "steady_steps_per_s_unjudged",
+                                                               "measure_a_unjudged_s"))
+                if unjudged:
+                    before = f" ({unjudged:.3f} s up to the first checkpoint, before any judging)"
+                tail = (f"; before any judging {rate:,.0f} samples/s" if rate else "") + (
+                    f", (a) at that rate {a_alone:.1f} s" if a_alone else "")
             out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
-                       f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s"
-                       + (f" ({unjudged:.3f} s up to the first checkpoint, before any judging)" if unjudged else "")
-                       + (" (judged after the run: the trainer alone)" if r.get("judge_when") == "after" else "")
-                       + (f"; KL {kl:.4f}" if kl is not None else "")
-                       + (f"; before any judging {alone_rate:,.0f} samples/s" if alone_rate else "")
-                       + (f", (a) at that rate {alone_a:.1f} s" if alone_a else ""))
+                       f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s{before}"
+                       + (f"; KL {kl:.4f}" if kl is not None else "") + tail)
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(

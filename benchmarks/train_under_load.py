@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -126,15 +125,11 @@ class Load:
 
 
 def row_summary(metrics: list[dict[str, Any]], warmup: int) -> dict[str, float | None]:
-    """Medians after ``warmup`` iterations: collection and learning seconds, samples/s."""
-    keep = sorted(metrics, key=lambda r: r["iteration"])[warmup:]
-
-    def med(key: str) -> float | None:
-        values = [float(r[key]) for r in keep if key in r]
-        return statistics.median(values) if values else None
-
-    return {"collection_s": med("perf/collection_s"), "learning_s": med("perf/learning_s"),
-            "steps_per_s": med("perf/steps_per_s"), "iterations": len(keep)}
+    """Medians after ``warmup`` iterations (``time_to_walk.steady_median``): collection and learning
+    seconds, samples/s."""
+    return {"collection_s": ttw.steady_median(metrics, warmup, "perf/collection_s"),
+            "learning_s": ttw.steady_median(metrics, warmup, "perf/learning_s"),
+            "steps_per_s": ttw.steady_median(metrics, warmup), "iterations": max(len(metrics) - warmup, 0)}
 
 
 def train_row(a: argparse.Namespace, extra: list[str], run_dir: Path, cpus: list[int] | None,
@@ -162,8 +157,7 @@ def train_row(a: argparse.Namespace, extra: list[str], run_dir: Path, cpus: list
 
 
 def run(a: argparse.Namespace, extra: list[str]) -> list[dict[str, Any]]:
-    usable = sorted(os.sched_getaffinity(0))
-    pinned = split_cpus(usable, a.trainer_cpus) if "judges-pinned" in a.rows else None
+    usable, pinned = sorted(os.sched_getaffinity(0)), a.pinned
     gate = ttw.gate_settings(a)
     results = []
     with tempfile.TemporaryDirectory(prefix="train_under_load_") as tmp:
@@ -228,9 +222,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         p.error("--workers and --judge-threads must be >= 1")
     if any(row != "alone" for row in a.rows) and not a.checkpoint.is_file():
         p.error(f"--checkpoint {a.checkpoint}: no such file (the judges' load needs a checkpoint to judge)")
+    a.pinned = None  # judges-pinned: (the trainer's CPUs, the judges')
     if "judges-pinned" in a.rows:
         try:
-            split_cpus(sorted(os.sched_getaffinity(0)), a.trainer_cpus)
+            a.pinned = split_cpus(sorted(os.sched_getaffinity(0)), a.trainer_cpus)
         except ValueError as err:
             p.error(str(err))
     return a, extra

@@ -131,11 +131,18 @@ def print_log_loads(path: str) -> None:
     if not r["named_n"] + r["per_model_n"] + r["cached_n"]:
         raise SystemExit(f"error: --from-log {path}: no Warp module load lines in it (Warp logs them unless quiet)")
     print(f"Warp module loads in {path}")
-    print(format_table(["compiled s", "named: n / compile s", "per-model: n / compile s", "cached: n / s"],
-                       [[f"{r['named_compiled_s'] + r['per_model_compiled_s']:.1f}",
-                         f"{r['named_n']} / {r['named_compiled_s']:.1f}",
-                         f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}", f"{r['cached_n']} / {r['cached_s']:.1f}"]]))
+    print(format_table(["compiled s", *LOAD_HEADERS],
+                       [[f"{r['named_compiled_s'] + r['per_model_compiled_s']:.1f}", *load_cells(r)]]))
     print("slowest: " + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest_loads(log)))
+
+
+LOAD_HEADERS = ["named: n / compile s", "per-model: n / compile s", "cached: n / s"]
+
+
+def load_cells(r: dict) -> list[str]:
+    """The :data:`LOAD_HEADERS` cells of a :func:`split_loads` result."""
+    return [f"{r['named_n']} / {r['named_compiled_s']:.1f}", f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}",
+            f"{r['cached_n']} / {r['cached_s']:.1f}"]
 
 
 def _output(row: dict) -> str:
@@ -214,12 +221,10 @@ def main(argv: list[str] | None = None) -> None:
     level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
     print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
-              f"{r['total_s']:.1f}", f"{r['named_n']} / {r['named_compiled_s']:.1f}",
-              f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}", f"{r['cached_n']} / {r['cached_s']:.1f}"]
-             for r in rows]
+    table = [[str(r["preload_workers"]), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
+              f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "output", "preload s", "build s", "first step s", "total s",
-                        "named: n / compile s", "per-model: n / compile s", "cached: n / s"], table))
+                        *LOAD_HEADERS], table))
     runs = len(args.preload_workers)
     if args.training_start:
         runs += 1
@@ -231,10 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"\na whole training start: examples/g1_walk.py --task G1-Walk-Clock-Fast-v0 --symmetry both, "
                   f"1 iteration, {args.num_envs} envs, device {args.device}")
-            print(format_table(["wall s", "named: n / compile s", "per-model: n / compile s", "cached: n / s"],
-                               [[f"{r['wall_s']:.1f}", f"{r['named_n']} / {r['named_compiled_s']:.1f}",
-                                 f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}",
-                                 f"{r['cached_n']} / {r['cached_s']:.1f}"]]))
+            print(format_table(["wall s", *LOAD_HEADERS], [[f"{r['wall_s']:.1f}", *load_cells(r)]]))
     if failed:
         raise SystemExit(f"error: {len(failed)} of {runs} rows failed (their errors above)")
 

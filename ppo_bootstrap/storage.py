@@ -243,9 +243,9 @@ class RolloutStorage:
         Each order is drawn where the storage lives, by a generator seeded with one number from
         ``generator`` (the runner's CPU generator; the default one if ``None``). So the host does no
         work of size ``n`` and copies nothing, work that other processes' CPU load could delay
-        while the GPU waits. One seed per order means
-        ``count`` calls of :meth:`permutation` give the same orders as one call here, and a
-        checkpoint's CPU generator state still fixes every shuffle after a resume.
+        while the GPU waits. One seed per order means ``count`` calls of :meth:`permutation` give
+        the same orders as one call here, and a checkpoint's CPU generator state still fixes every
+        shuffle after a resume.
         """
         n = self.num_envs if self.is_recurrent else self.num_steps * self.num_envs
         if n % num_mini_batches:
