@@ -5,6 +5,7 @@
     python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
     python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
+    python benchmarks/warp_compile.py --preload-workers 0 --box-box convex primitive   # the feet's collider
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -25,7 +26,9 @@ whether training loads more than the one step above.
 Each row says what a CUDA module compiles to: PTX, which the driver turns into machine code when it
 loads it, or a CUBIN, Warp's choice when the driver is older than Warp's CUDA toolkit (both versions
 are printed). ``--optimization-level`` compiles every row at that level instead of Warp's default
-(-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels.
+(-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels. ``--box-box`` picks how the
+backend collides the G1's two foot boxes, one row each: ``primitive`` (the default, MuJoCo's
+box-box algorithm) or ``convex`` (MuJoCo Warp's general GJK/EPA path, one more kernel to build).
 
 ``--from-log`` reads the module loads out of a log that Warp wrote (a training run's ``train.log``
 under ``time_to_walk.py``) and prints the same split, with the slowest modules, measuring nothing.
@@ -76,7 +79,7 @@ def split_loads(log: str) -> dict[str, float]:
 
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
-            optimization_level: int | None = None) -> dict:
+            optimization_level: int | None = None, box_box: str = "primitive") -> dict:
     """Build the backend and take one step in this process; the phase times and the load split."""
     import warp as wp
 
@@ -84,7 +87,7 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
-                 "optimization_level": optimization_level}
+                 "optimization_level": optimization_level, "box_box": box_box}
     with contextlib.redirect_stdout(log):
         wp.init()
         # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
@@ -103,7 +106,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             wp.force_load(device=device, modules=modules, max_workers=preload_workers)
         row["preload_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        backend, nominal, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device=device), check_every=0)
+        backend, nominal, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device=device), check_every=0,
+                                                convex_box_box=box_box == "convex")
         row["build_s"] = time.perf_counter() - start
         start = time.perf_counter()
         backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
@@ -189,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
     p.add_argument("--optimization-level", type=int, choices=range(4), default=None,
                    help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
+    p.add_argument("--box-box", nargs="+", choices=("primitive", "convex"), default=["primitive"],
+                   help="how the foot boxes collide, one row each (default: primitive, the backend's default)")
     p.add_argument("--training-start", action="store_true",
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--from-log", metavar="LOG", default=None,
@@ -203,17 +209,18 @@ def main(argv: list[str] | None = None) -> None:
                 "default: run the two in separate commands")
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
-                                          args.optimization_level)))
+                                          args.optimization_level, args.box_box[0])))
         return
     rows, failed = [], []
-    for workers in args.preload_workers:
+    for box_box, workers in [(b, w) for b in args.box_box for w in args.preload_workers]:
         cmd = [sys.executable, __file__, "--one", "--device", args.device, "--num-envs", str(args.num_envs),
-               "--preload-workers", str(workers)] + (["--cache", args.cache] if args.cache else []) + (
+               "--preload-workers", str(workers), "--box-box", box_box] + (
+               ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
-            failed.append(f"--preload-workers {workers}: {failure(done)}")
+            failed.append(f"--preload-workers {workers} --box-box {box_box}: {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
@@ -221,11 +228,11 @@ def main(argv: list[str] | None = None) -> None:
     level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
     print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
+    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
               f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
-    print(format_table(["preload workers", "output", "preload s", "build s", "first step s", "total s",
+    print(format_table(["preload workers", "box-box", "output", "preload s", "build s", "first step s", "total s",
                         *LOAD_HEADERS], table))
-    runs = len(args.preload_workers)
+    runs = len(args.preload_workers) * len(args.box_box)
     if args.training_start:
         runs += 1
         try:

@@ -223,13 +223,14 @@ def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> No
     assert clock_fast_v1_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-def test_the_fastest_checkpoint_trained_by_the_clock_fast_v1_id() -> None:
-    """g1_ttw_v1_s1_it400.pt was trained by ``--task G1-Walk-Clock-Fast-v1`` alone (no agent flags):
-    it recorded the id, its env preset, and its agent settings (12 steps, desired_kl 0.02)."""
-    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_v1_s1_it400.pt",
-                      map_location="cpu", weights_only=False)
-    assert ckpt["task"]["id"] == "G1-Walk-Clock-Fast-v1" and ckpt["iteration"] == 400
-    assert ckpt["total_steps"] == 400 * 12 * 4096
+@pytest.mark.parametrize("name, iteration", [("g1_ttw_v1_s1_it400.pt", 400), ("g1_ttw_v1_s2_it360.pt", 360)])
+def test_the_checkpoints_trained_by_the_clock_fast_v1_id(name: str, iteration: int) -> None:
+    """The shipped time-to-walk checkpoints were trained by ``--task G1-Walk-Clock-Fast-v1`` alone (no
+    agent flags): each recorded the id, its env preset, and its agent settings (12 steps, desired_kl 0.02)."""
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / name, map_location="cpu",
+                      weights_only=False)
+    assert ckpt["task"]["id"] == "G1-Walk-Clock-Fast-v1" and ckpt["iteration"] == iteration
+    assert ckpt["total_steps"] == iteration * 12 * 4096
     v1 = dataclasses.asdict(clock_fast_v1_config(num_envs=4096, device="cuda"))
     assert {k: v for k, v in v1.items() if k != "seed"} == \
         {k: v for k, v in ckpt["task"]["env"].items() if k != "seed"}

@@ -79,7 +79,8 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
     row = {"device": "cuda:0", "preload_workers": 0, "cache": "empty", "preload_s": 0.0, "build_s": 47.7,
            "first_step_s": 0.1, "total_s": 47.8, "named_compiled_s": 13.0, "named_n": 8,
            "per_model_compiled_s": 33.1, "per_model_n": 46, "cached_s": 0.0, "cached_n": 0,
-           "optimization_level": 1, "output": "cubin", "toolkit": [13, 4], "driver": [13, 0]}
+           "optimization_level": 1, "box_box": "primitive", "output": "cubin", "toolkit": [13, 4],
+           "driver": [13, 0]}
     levels = []
 
     def fake_run(cmd, **kwargs):  # the row with preload workers 16 breaks, the other prints its ROW line
@@ -94,11 +95,35 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
         warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0", "--optimization-level", "1"])
     assert levels == ["1", "1"]  # every row's child compiles at the level asked for
     out = capsys.readouterr().out
-    assert "--preload-workers 16: the run failed (exit 1): ['RuntimeError: error 901']" in out
+    assert "--preload-workers 16 --box-box primitive: the run failed (exit 1): ['RuntimeError: error 901']" in out
     assert "device cuda:0, kernel cache empty per row, optimisation -O1" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
-    assert table_row == [["0", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
+    assert table_row == [["0", "primitive", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
                           "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
+
+
+def test_warp_compile_measures_one_row_per_foot_collider(monkeypatch, capsys) -> None:
+    import json
+    import subprocess
+
+    import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):  # each child reports the collider it was asked for
+        box_box = cmd[cmd.index("--box-box") + 1]
+        asked.append(box_box)
+        row = {"device": "cpu", "preload_workers": 0, "cache": "empty", "box_box": box_box, "output": "native",
+               "preload_s": 0.0, "build_s": 40.0 if box_box == "convex" else 30.0, "first_step_s": 1.0,
+               "total_s": 41.0 if box_box == "convex" else 31.0, "named_compiled_s": 20.0, "named_n": 8,
+               "per_model_compiled_s": 15.0, "per_model_n": 39, "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--preload-workers", "0", "--box-box", "convex", "primitive"])
+    assert asked == ["convex", "primitive"]
+    rows = [ln.split()[:4] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "convex", "native", "0.0"], ["0", "primitive", "native", "0.0"]]
 
 
 def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_loads(monkeypatch, capsys) -> None:

@@ -302,6 +302,54 @@ def test_health_check_names_envs(warp_g1) -> None:
         auto.step(nominal[7:].expand(N, -1).to(dev))
 
 
+
+def feet_crossed(model, nominal: torch.Tensor) -> torch.Tensor:
+    """``[N, 7 + J]`` poses in the air, hips adducted until the foot boxes overlap: 3-6 contacts
+    between them up to 24 mm deep on the CPU; at the widest, the left shin touches the right foot
+    box too. Nothing touches the floor."""
+    joints = {name: i for i, name in enumerate(model.joint_names)}
+    qpos = nominal.expand(N, -1).clone()
+    qpos[:, 2] = 2.0
+    roll = torch.linspace(0.16, 0.19, N)
+    qpos[:, 7 + joints["left_hip_roll_joint"]] = -roll
+    qpos[:, 7 + joints["right_hip_roll_joint"]] = roll
+    return qpos
+
+
+def test_feet_that_touch_collide_as_on_the_cpu(monkeypatch) -> None:
+    """The two foot boxes collide by the box-box primitive, MuJoCo's algorithm on the CPU, and no
+    convex (GJK/EPA) kernel is built. By the convex path the same steps land 20-800x outside the
+    converged bounds (so the pose does test the foot-foot contact)."""
+    from mujoco_warp._src import collision_convex
+
+    built = []
+    builder = collision_convex.ccd_kernel_builder
+    monkeypatch.setattr(collision_convex, "ccd_kernel_builder", lambda *a, **k: built.append(a) or builder(*a, **k))
+    model = g1(converged=True)
+    nominal = torch.tensor(model.nominal_qpos, dtype=torch.float32)
+    qpos, qvel = feet_crossed(model, nominal), torch.zeros(N, model.model.nv)
+    dev, ids = torch.device(DEVICE), torch.arange(N)
+    worst = {}
+    for convex in (False, True):
+        built.clear()
+        cpu = MujocoCpuBackend(model.model, N, DECIMATION, nthread=1, **SENSORS)
+        warp = MujocoWarpBackend(model.model, N, DECIMATION, device=DEVICE, check_every=0,
+                                 convex_box_box=convex, **SENSORS)
+        cpu.reset_envs(ids, qpos, qvel)
+        warp.reset_envs(ids.to(dev), qpos.to(dev), qvel.to(dev))
+        errors = []
+        for _ in range(5):  # hold the pose: the feet press on each other while the robot falls
+            cpu.step(qpos[:, 7:])
+            warp.step(qpos[:, 7:].to(dev))
+            errors.append(max_errors(cpu.state(), warp.state()))
+        worst[convex] = report(errors)
+        assert bool(built) == convex
+    for name in ("joint_pos", "joint_vel", "applied_torque", "foot_pos_w"):
+        bound = 2 * TOLERANCE[name][0]
+        assert worst[False][name] <= bound, f"{name}: max |cpu - warp| = {worst[False][name]:.3g} > {bound:g}"
+        assert worst[True][name] > bound  # the pose tests what it claims
+
+
 if __name__ == "__main__":  # print the parity numbers: PYTHONPATH=. python tests/test_warp_parity.py
     for converged in (True, False):
         worst = report(run_parity(converged))

@@ -195,6 +195,9 @@ class MujocoWarpBackend:
         sensors_every_substep: compute the sensors on every substep; by default only on the last
             one of a ``step`` (and after a reset), the only readings :meth:`state` reports: sensors
             never act on the dynamics, so the states are the same either way.
+        convex_box_box: collide box pairs (the G1's two feet) with MuJoCo Warp's general convex
+            path (GJK/EPA) instead of its box-box primitive, the algorithm MuJoCo uses on the CPU.
+            Off by default: that path's kernel is the slowest of a cold start to compile.
     """
 
     def __init__(
@@ -215,6 +218,7 @@ class MujocoWarpBackend:
         fatal_overflow: int = FATAL_OVERFLOW,
         print_overflow: bool = False,
         sensors_every_substep: bool = False,
+        convex_box_box: bool = False,
     ) -> None:
         if decimation <= 0:
             raise ValueError(f"decimation must be positive, got {decimation}")
@@ -243,6 +247,12 @@ class MujocoWarpBackend:
             self._m = mjw.put_model(model)
             if not print_overflow:
                 self._m.opt.warn_overflow = 0
+            if not convex_box_box:
+                # MuJoCo Warp reads this MuJoCo flag as "box-box by the primitive", the CPU's
+                # algorithm (a converged step then matches the CPU's, tests/test_warp_parity.py).
+                # The G1's only convex pair is its feet, so no GJK/EPA kernel is built: the one
+                # that took 41-45 s to compile on a cold H200. The CPU model is not touched.
+                self._m.opt.disableflags |= int(mjw.DisableBit.NATIVECCD)
             self._d = mjw.put_data(model, mjd, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
             self._reset_mask_wp = wp.zeros(num_envs, dtype=bool)
         d = self._d
