@@ -328,6 +328,11 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: per iteration (steady medians) collection "
                        f"{r['collection_s']:.3f} s, learning {r['learning_s']:.3f} s{before}"
                        + (f"; KL {kl:.4f}" if kl is not None else "") + tail)
+        if r.get("startup_s"):  # what the first iteration waited for (the rest of it: the iteration itself)
+            st = r["startup_s"]
+            out.append(f"{label(r)} seed {r['seed']}: startup {st['setup']:.1f} s to import and configure, "
+                       f"{st['env']:.1f} s to build the env, {st['learner']:.1f} s to build the learner; first "
+                       f"iteration done {_num(r.get('first_iteration_s'), '.1f', ' s')} after launch")
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(
@@ -407,6 +412,20 @@ def load_metrics(run_dir: Path) -> list[dict[str, Any]]:
             continue
         rows[int(row["iteration"])] = row
     return [rows[k] for k in sorted(rows)]
+
+
+STARTUP_LINE = re.compile(r"startup: ([\d.]+) s to import and configure, ([\d.]+) s to build the env, "
+                          r"([\d.]+) s to build the learner")
+
+
+def read_startup(log: Path) -> dict[str, float] | None:
+    """The trainer's ``startup:`` line in ``log`` (examples/g1_walk.py prints it before the first
+    iteration): seconds to import and configure, to build the env, to build the learner; None if absent."""
+    try:
+        found = STARTUP_LINE.search(log.read_text(errors="replace"))
+    except OSError:
+        return None
+    return None if found is None else dict(zip(("setup", "env", "learner"), map(float, found.groups())))
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -669,6 +688,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         record = summarize_run({**meta, "stop": watched["stop"], "returncode": returncode}, metrics,
                                watched["judged"], a.warmup_iterations)
         record["checkpoints_written"] = list(checkpoints(run_dir))
+        record["startup_s"] = read_startup(run_dir / "train.log")
         with lock:
             results["runs"].append(record)
             results["summary"] = mode_summary(results["runs"])
@@ -719,6 +739,7 @@ def judge_only(dirs: list[str], a: argparse.Namespace, argv: list[str]) -> dict[
             watched = watch(run_dir, judges, meta.get("launch_time"))
             record = summarize_run(meta, load_metrics(run_dir), watched["judged"], a.warmup_iterations)
             record["checkpoints_written"] = list(checkpoints(run_dir))
+            record["startup_s"] = read_startup(run_dir / "train.log")
             results["runs"].append(record)
     finally:
         judges.close()

@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+STARTED = time.perf_counter()  # before the heavy imports: the startup line counts them
+
 # running the file directly puts examples/ on sys.path, not the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if "--play" in sys.argv or "--replay" in sys.argv:  # MuJoCo picks its OpenGL backend at import time; EGL renders headless
@@ -259,7 +261,9 @@ def train(args: argparse.Namespace) -> Runner:
         cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
+    env_start = time.perf_counter()
     env = registry.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
+    env_done = time.perf_counter()
     if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
         env.validate_actions = not args.no_validate
     if args.cuda_graph_step:
@@ -272,7 +276,9 @@ def train(args: argparse.Namespace) -> Runner:
                      dataclasses.asdict(cfg))
         write_git_state(log_dir)
     cfg.log_dir = str(log_dir) if log_dir else None
+    learner_start = time.perf_counter()
     runner = Runner(env, cfg, device=device)
+    learner_s = time.perf_counter() - learner_start
     runner.metadata = {"id": spec.id, "sim": sim, "env": registry.env_params(env)}
     if start is not None:
         runner.load(start)
@@ -282,6 +288,9 @@ def train(args: argparse.Namespace) -> Runner:
         print(f"{spec.id}: {num_envs} envs x {distributed.world_size()} process(es) on {sim} ({env_device}), "
               f"{iterations} iterations, run folder {log_dir}")
         print(expectation(spec, sim, num_envs, iterations, cfg.num_steps_per_env))
+        # where the wait before the first iteration goes (it counts in a time-to-walk wall clock)
+        print(f"startup: {env_start - STARTED:.1f} s to import and configure, {env_done - env_start:.1f} s to build "
+              f"the env, {learner_s:.1f} s to build the learner", flush=True)
     runner.learn(iterations)
     if rank == 0:
         finish(runner, spec, sim, env, Path(cfg.log_dir))

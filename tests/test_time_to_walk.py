@@ -374,6 +374,11 @@ def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
         assert row["samples"] == row["iteration"] * 8 * 24
         assert 0 < row["written_s"] < 15 + 60
     assert run["steady_steps_per_s"] > 0 and 0 < run["first_iteration_s"] < 15
+    # the trainer's own startup split, read from its log: all of it before its first iteration ended
+    startup = run["startup_s"]
+    assert set(startup) == {"setup", "env", "learner"} and startup["setup"] > 0 and startup["env"] > 0
+    assert sum(startup.values()) < run["first_iteration_s"]
+    assert f"exact seed 0: startup {startup['setup']:.1f} s to import and configure" in out.stdout
     assert run["closest"]["iteration"] in written
     assert "not reached" in out.stdout and "exact: reached 0/1" in out.stdout
 
