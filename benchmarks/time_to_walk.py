@@ -428,6 +428,12 @@ def read_startup(log: Path) -> dict[str, float] | None:
     return None if found is None else dict(zip(("setup", "env", "learner"), map(float, found.groups())))
 
 
+def run_folder_facts(run_dir: Path) -> dict[str, Any]:
+    """What a finished run's folder adds to its record: the checkpoints written and the trainer's
+    startup split (:func:`read_startup` of its ``train.log``)."""
+    return {"checkpoints_written": list(checkpoints(run_dir)), "startup_s": read_startup(run_dir / "train.log")}
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -687,8 +693,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
                              f"{log_tail(trainer.log)}")
         record = summarize_run({**meta, "stop": watched["stop"], "returncode": returncode}, metrics,
                                watched["judged"], a.warmup_iterations)
-        record["checkpoints_written"] = list(checkpoints(run_dir))
-        record["startup_s"] = read_startup(run_dir / "train.log")
+        record.update(run_folder_facts(run_dir))
         with lock:
             results["runs"].append(record)
             results["summary"] = mode_summary(results["runs"])
@@ -738,8 +743,7 @@ def judge_only(dirs: list[str], a: argparse.Namespace, argv: list[str]) -> dict[
             meta = run_meta(run_dir)
             watched = watch(run_dir, judges, meta.get("launch_time"))
             record = summarize_run(meta, load_metrics(run_dir), watched["judged"], a.warmup_iterations)
-            record["checkpoints_written"] = list(checkpoints(run_dir))
-            record["startup_s"] = read_startup(run_dir / "train.log")
+            record.update(run_folder_facts(run_dir))
             results["runs"].append(record)
     finally:
         judges.close()

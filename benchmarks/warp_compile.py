@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
     print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
-              f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
+    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _output(r), f"{r['preload_s']:.1f}",
+              f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "box-box", "output", "preload s", "build s", "first step s", "total s",
                         *LOAD_HEADERS], table))
     runs = len(args.preload_workers) * len(args.box_box)
