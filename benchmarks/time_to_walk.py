@@ -31,9 +31,10 @@ Two measures per run:
   size). Steady samples/s: median over the run's iterations, the first ``--warmup-iterations``
   skipped, of the Runner's ``perf/steps_per_s`` (collection and update time, all processes).
 * (b) wall clock: the passing checkpoint's file time minus the trainer's launch time, so start-up,
-  Warp kernel compilation, CUDA-graph capture and checkpoint writes are in it. With ``--warp-cache
-  cold`` each run compiles its kernels into an empty cache; by default the machine's cache is
-  shared, so only the first run on a fresh machine compiles from scratch.
+  Warp kernel compilation, CUDA-graph capture and checkpoint writes are in it. By default
+  (``--warp-cache cold``) each run compiles its kernels into an empty cache of its own, so every
+  run's (b) includes the whole compilation; ``--warp-cache shared`` uses the machine's cache, where
+  only a first run compiles (a warm start, as on a workstation that has trained the task before).
 
 The judges share the machine with the trainer, so the steady samples/s is the trainer's speed while
 checkpoints are judged beside it. With ``--judge-when after`` nothing is judged until the trainer
@@ -388,6 +389,15 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, shlex.split(args)
 
 
+def trainer_env(warp_cache: str, run_dir: Path) -> dict[str, str]:
+    """The environment of a trainer that runs in ``run_dir``: this process's, unbuffered, and with
+    ``warp_cache`` "cold" Warp's kernel cache in an empty folder of the run's own (``run_dir/warp_cache``)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if warp_cache == "cold":
+        env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
+    return env
+
+
 def checkpoints(run_dir: Path) -> dict[int, Path]:
     """``{iteration: path}`` of the complete ``model_<it>.pt`` in ``run_dir`` (temporaries have other names)."""
     found = {}
@@ -667,9 +677,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         name, variant_args = variant
         run_dir = out / run_name(variant, mode, seed)
         run_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        if a.warp_cache == "cold":
-            env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
+        env = trainer_env(a.warp_cache, run_dir)
         command = trainer_command(sys.executable, a.nproc, training_args(mode, seed, a, run_dir, [*extra, *variant_args]))
         what_run = f"{name}/{mode}" if name else mode
         print(f"{what_run}, seed {seed}: launching {shlex.join(command)}", flush=True)
@@ -821,8 +829,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--device", default="cuda", help="g1_walk.py --device")
     p.add_argument("--validate", action="store_true",
                    help="keep g1_walk.py's per-step env checks (default: --no-validate)")
-    p.add_argument("--warp-cache", choices=("shared", "cold"), default="shared",
-                   help="cold: each run compiles its Warp kernels into an empty cache (in its run folder)")
+    p.add_argument("--warp-cache", choices=("cold", "shared"), default="cold",
+                   help="cold (default): each run compiles its Warp kernels into an empty cache in its run "
+                   "folder, so (b) includes the compilation; shared: the machine's cache (a warm start)")
     p.add_argument("--out", default="runs/time_to_walk", help="run folders <mode>_s<seed> and time_to_walk.json")
     p.add_argument("--overwrite", action="store_true", help="delete run folders this command would reuse")
     p.add_argument("--judge-workers", type=int, default=4, help="gate processes beside the trainer")

@@ -223,6 +223,18 @@ def test_variant_parsing_and_run_folders() -> None:
         ttw.parse_args(["--variant", "a=", "--variant", "a=--task G1-Walk-v0"])
 
 
+def test_each_run_compiles_into_its_own_empty_warp_cache_by_default(tmp_path: Path, monkeypatch) -> None:
+    """(b) counts Warp's compilation: by default every trainer gets a kernel cache folder of its own,
+    inside its run folder (empty, since the folder is new); --warp-cache shared keeps the machine's."""
+    monkeypatch.setenv("WARP_CACHE_PATH", "/the/machine/cache")
+    default, _ = ttw.parse_args([])
+    env = ttw.trainer_env(default.warp_cache, tmp_path / "exact_s0")
+    assert default.warp_cache == "cold" and env["WARP_CACHE_PATH"] == str((tmp_path / "exact_s0" / "warp_cache").resolve())
+    shared, _ = ttw.parse_args(["--warp-cache", "shared"])
+    assert ttw.trainer_env(shared.warp_cache, tmp_path / "exact_s0")["WARP_CACHE_PATH"] == "/the/machine/cache"
+    assert env["PYTHONUNBUFFERED"] == "1"
+
+
 def test_table_rows() -> None:
     rows = ttw.table_rows([record("exact", 0, True, 69.23, 201.5, 29_589_504, 427_407.4)])
     assert rows == [["exact", "0", "16384", "300", "29,589,504", "427,407", "69.2", "201.5", "20.0"]]
