@@ -789,9 +789,9 @@ def describe(results: dict[str, Any]) -> str:
     m = results.get("machine", {})
     s = results.get("settings", {})
     gate = s.get("gate", {})
+    gpus = f"{m['gpu_count']} x {m['gpu']}" if m.get("gpu_count") else "no GPU"
     head = [f"command: {results.get('command', '?')}",
-            f"machine: {m.get('gpu_count', 0)} x {m.get('gpu', 'no GPU')}, {m.get('cpu_count')} CPUs, "
-            f"torch {m.get('torch')}, python {m.get('python')}"]
+            f"machine: {gpus}, {m.get('cpu_count')} CPUs, torch {m.get('torch')}, python {m.get('python')}"]
     if s.get("sim"):
         head.append(f"training: {s['sim']} on {s['device']}, {s['num_envs']} envs x {s['nproc']} process(es), "
                     f"checkpoint every {s['save_interval']} iterations, budget {s['budget_s']:g} s, Warp kernel "

@@ -354,6 +354,27 @@ def test_missing_cuda_is_one_line(tmp_path: Path) -> None:
     assert out.stderr.strip() == "error: --device cuda requested but torch.cuda.is_available() is False"
 
 
+def test_two_processes_train_under_torchrun_and_count_the_samples_of_both(tmp_path: Path) -> None:
+    """--nproc 2 (the 2-GPU command, here two CPU processes): the trainer runs under torchrun, and a
+    checkpoint's samples are its per-process env steps (8 envs x 24 steps per iteration) times the
+    world size the checkpoint itself recorded."""
+    out_dir = tmp_path / "ttw"
+    out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--nproc", "2", "--seeds", "0",
+                     "--modes", "exact", "--budget-s", "25", "--save-interval", "10", "--judge-workers", "1",
+                     "--judge-threads", "1", "--warmup-iterations", "2", "--out", str(out_dir),
+                     "--", "--torch-threads", "1", timeout=180)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    (run,) = json.loads((out_dir / "time_to_walk.json").read_text())["runs"]
+    assert run["nproc"] == 2 and run["trainer_command"][1:6] == ["-m", "torch.distributed.run", "--standalone",
+                                                                 "--nproc-per-node", "2"]
+    assert run["judged"] and [r["iteration"] for r in run["judged"]] == run["checkpoints_written"]
+    for row in run["judged"]:
+        assert row["world_size"] == 2 and row["total_steps"] == row["iteration"] * 8 * 24
+        assert row["samples"] == 2 * row["total_steps"]
+    assert "machine: no GPU," in out.stdout
+    assert any(line.split()[:3] == ["exact", "0", "2x8"] for line in out.stdout.splitlines())  # envs: 2 x 8
+
+
 def test_trainer_exiting_early_is_reported_with_its_log(tmp_path: Path) -> None:
     out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--seeds", "0", "--modes", "exact",
                      "--judge-workers", "1", "--judge-threads", "1", "--out", str(tmp_path / "ttw"),
