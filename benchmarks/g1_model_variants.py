@@ -35,10 +35,7 @@ def make(variant: str, num_envs: int, integrator: str | None = None) -> tuple[Mu
     g1 = assets.build_g1_model(variant, DT)
     if integrator is not None:  # the batch copies the model, so change it before
         g1.model.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
-    backend = MujocoCpuBackend(
-        g1.model, num_envs, DECIMATION, root_body=assets.ROOT_BODY, foot_bodies=assets.FEET,
-        foot_contact_sensors=assets.FOOT_CONTACT_SENSORS, foot_vel_sensors=assets.FOOT_VEL_SENSORS,
-    )
+    backend = MujocoCpuBackend(g1.model, num_envs, DECIMATION, **assets.backend_names())
     nominal = torch.tensor(g1.nominal_qpos, dtype=torch.float32)
     ids = torch.arange(num_envs)
     backend.reset_envs(ids, nominal.expand(num_envs, -1), torch.zeros(num_envs, 6 + backend.num_joints))

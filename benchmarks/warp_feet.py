@@ -25,8 +25,6 @@ from isaac_adapter.backends.mujoco_cpu import MujocoCpuBackend
 from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend
 from isaac_adapter.tasks.g1_walk import assets
 
-SENSORS = dict(root_body=assets.ROOT_BODY, foot_bodies=assets.FEET, foot_contact_sensors=assets.FOOT_CONTACT_SENSORS,
-               foot_vel_sensors=assets.FOOT_VEL_SENSORS)
 FIELDS = ("joint_pos", "joint_vel", "applied_torque", "foot_pos_w", "root_ang_vel_w")
 
 
@@ -86,9 +84,9 @@ def feet_parity(convex_box_box: bool, device: str = "cpu", n: int = 4, steps: in
     nominal = torch.tensor(model.nominal_qpos, dtype=torch.float32)
     qpos, qvel = feet_crossed(model.joint_names, nominal, n), torch.zeros(n, model.model.nv)
     dev, ids = torch.device(device), torch.arange(n)
-    cpu = MujocoCpuBackend(model.model, n, decimation, nthread=1, **SENSORS)
+    cpu = MujocoCpuBackend(model.model, n, decimation, nthread=1, **assets.backend_names())
     warp = MujocoWarpBackend(model.model, n, decimation, device=device, check_every=0,
-                             convex_box_box=convex_box_box, **SENSORS)
+                             convex_box_box=convex_box_box, **assets.backend_names())
     cpu.reset_envs(ids, qpos, qvel)
     warp.reset_envs(ids.to(dev), qpos.to(dev), qvel.to(dev))
     worst: dict[str, float] = {}

@@ -368,8 +368,7 @@ def g1_env(cfg: G1WalkConfig, symmetric_model: bool) -> G1WalkEnv:
         return G1WalkEnv(cfg)
     g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt)
     backend = MujocoCpuBackend(symmetrized(g1.model), cfg.num_envs, cfg.decimation, nthread=1,
-                               root_body=assets.ROOT_BODY, foot_bodies=assets.FEET,
-                               foot_contact_sensors=assets.FOOT_CONTACT_SENSORS, foot_vel_sensors=assets.FOOT_VEL_SENSORS)
+                               **assets.backend_names())
     return G1WalkEnv(cfg, backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names)
 
 

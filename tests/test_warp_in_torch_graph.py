@@ -93,8 +93,7 @@ def test_the_g1_backend_step_replays_like_its_eager_twin() -> None:
     from isaac_adapter.tasks.g1_walk import assets
 
     g1 = assets.build_g1_model("menagerie_mjx", 0.005)
-    names = dict(root_body=assets.ROOT_BODY, foot_bodies=assets.FEET,
-                 foot_contact_sensors=assets.FOOT_CONTACT_SENSORS, foot_vel_sensors=assets.FOOT_VEL_SENSORS)
+    names = assets.backend_names()
     n = 64
     eager = MujocoWarpBackend(g1.model, n, 4, device="cuda:0", check_every=0, **names)
     # under on_torch_stream its substeps are launched one by one into the torch capture

@@ -38,9 +38,10 @@ pytest.importorskip("mujoco_warp")
 from isaac_adapter.backends.mujoco_cpu import MujocoCpuBackend  # noqa: E402
 from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend, SimulationHealthError, contact_capacity  # noqa: E402
 from isaac_adapter.math import quat_apply  # noqa: E402
+from isaac_adapter.tasks.g1_walk import assets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from warp_feet import SENSORS, feet_parity, max_errors  # noqa: E402
+from warp_feet import feet_parity, max_errors  # noqa: E402
 from warp_feet import g1_model as g1  # noqa: E402
 
 wp.config.quiet = True
@@ -82,8 +83,8 @@ def run_parity(converged: bool, device: str = DEVICE, steps: int = STEPS) -> lis
     """Max |CPU - Warp| per field after the reset and after each policy step."""
     model = g1(converged)
     nominal = torch.tensor(model.nominal_qpos, dtype=torch.float32)
-    cpu = MujocoCpuBackend(model.model, N, DECIMATION, nthread=1, **SENSORS)
-    gpu = MujocoWarpBackend(model.model, N, DECIMATION, device=device, check_every=5, **SENSORS)
+    cpu = MujocoCpuBackend(model.model, N, DECIMATION, nthread=1, **assets.backend_names())
+    gpu = MujocoWarpBackend(model.model, N, DECIMATION, device=device, check_every=5, **assets.backend_names())
     qpos, qvel = initial_state(nominal)
     ids = torch.arange(N)
     cpu.reset_envs(ids, qpos, qvel)
@@ -122,7 +123,7 @@ def warp_g1():
 
 
 def make(model, **kwargs) -> MujocoWarpBackend:
-    return MujocoWarpBackend(model.model, N, DECIMATION, device=DEVICE, **{**SENSORS, **kwargs})
+    return MujocoWarpBackend(model.model, N, DECIMATION, device=DEVICE, **{**assets.backend_names(), **kwargs})
 
 
 def test_selective_reset_leaves_other_envs_bit_identical(warp_g1) -> None:

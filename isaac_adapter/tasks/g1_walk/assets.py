@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -20,6 +21,13 @@ FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
 FOOT_CONTACT_SENSORS = ("left_foot_ground_contact", "right_foot_ground_contact")
 FOOT_VEL_SENSORS = ("left_foot_ground_linvel", "right_foot_ground_linvel")
 ROOT_BODY = "pelvis"
+
+
+def backend_names() -> dict[str, Any]:
+    """The names a physics backend needs to find the G1's root, feet and foot sensors: its
+    ``root_body``, ``foot_bodies``, ``foot_contact_sensors`` and ``foot_vel_sensors`` arguments."""
+    return dict(root_body=ROOT_BODY, foot_bodies=FEET, foot_contact_sensors=FOOT_CONTACT_SENSORS,
+                foot_vel_sensors=FOOT_VEL_SENSORS)
 
 
 @dataclass(frozen=True)

@@ -46,13 +46,7 @@ def _g1_robot() -> tuple[Any, dict[str, Any]]:
     """The asset module and the names a backend needs to find the G1's root, feet and sensors."""
     from isaac_adapter.tasks.g1_walk import assets
 
-    names = dict(
-        root_body=assets.ROOT_BODY,
-        foot_bodies=assets.FEET,
-        foot_contact_sensors=assets.FOOT_CONTACT_SENSORS,
-        foot_vel_sensors=assets.FOOT_VEL_SENSORS,
-    )
-    return assets, names
+    return assets, assets.backend_names()
 
 
 def make_mujoco_backend(cfg: G1WalkConfig) -> Backend:
