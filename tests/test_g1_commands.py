@@ -15,6 +15,7 @@ from ppo_bootstrap import PPOConfig
 
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.g1_walk.config import (
+    LEGACY_BACKEND,
     LEGACY_COMMANDS,
     PRESETS,
     G1WalkConfig,
@@ -30,6 +31,13 @@ from isaac_adapter.tasks.g1_walk.config import (
 )
 
 SHIPPED = str(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_clock_it1296.pt")
+OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded neither is read with
+
+
+def trained_env(ckpt: dict) -> dict:
+    """The env config a shipped checkpoint recorded, with the feet's collider it trained by: every
+    one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``)."""
+    return {**LEGACY_BACKEND, **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:
@@ -143,9 +151,9 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
     assert halfway["action_rate"] == pytest.approx(-0.08) and halfway["ang_vel_xy"] == pytest.approx(-0.125)
     ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_clock_ramp_s0_it640.pt",
                       map_location="cpu", weights_only=False)
-    recorded = ckpt["task"]["env"]
+    recorded = trained_env(ckpt)
     assert ckpt["task"]["id"] == "G1-Walk-Clock-v0"
-    preset = dataclasses.asdict(ramped)
+    preset = dataclasses.asdict(dataclasses.replace(ramped, **LEGACY_BACKEND))
     # fields that came later and change no result at their defaults: model_file_sensors (sensors
     # nothing reads, the dynamics are the same) and the Warp buffer sizes (None: the bound)
     assert set(preset) - set(recorded) == {"model_file_sensors", "warp_nconmax", "warp_njmax"}
@@ -179,7 +187,7 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
     assert fast.reward_weights(24 * 400)["action_rate"] == pytest.approx(-0.08)
     assert fast.reward_weights(24 * 400) == clock_ramp_config().reward_weights(24 * 650)
     ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / name, map_location="cpu", weights_only=False)
-    recorded = ckpt["task"]["env"]
+    recorded = trained_env(ckpt)
     assert ckpt["task"]["id"] == task_id and ckpt["iteration"] == iteration
     assert ckpt["config"]["num_steps_per_env"] == steps_per_env
     ppo = ckpt["config"]["ppo"]
@@ -190,7 +198,7 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
     ramps = tuple(dataclasses.replace(r, start_step=steps_per_env * 250, end_step=steps_per_env * 550)
                   for r in fast.reward_ramps)
     preset = dataclasses.asdict(dataclasses.replace(clock_fast_config(num_envs=num_envs, device="cuda"),
-                                                    reward_ramps=ramps))
+                                                    reward_ramps=ramps, **LEGACY_BACKEND))
     assert set(preset) == set(recorded)
     assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
 
@@ -214,8 +222,8 @@ def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> No
                                                                            reward_ramps=())
     ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_kl2_4k12_s2_it420.pt",
                       map_location="cpu", weights_only=False)
-    recorded = ckpt["task"]["env"]
-    assert {k: v for k, v in dataclasses.asdict(v1).items() if k != "seed"} == \
+    recorded = trained_env(ckpt)
+    assert {k: v for k, v in dataclasses.asdict(dataclasses.replace(v1, **LEGACY_BACKEND)).items() if k != "seed"} == \
         {k: v for k, v in recorded.items() if k != "seed"}
     assert ckpt["config"]["num_steps_per_env"] == agent.num_steps_per_env
     assert ckpt["config"]["ppo"]["desired_kl"] == agent.ppo.desired_kl
@@ -231,9 +239,8 @@ def test_the_checkpoints_trained_by_the_clock_fast_v1_id(name: str, iteration: i
                       weights_only=False)
     assert ckpt["task"]["id"] == "G1-Walk-Clock-Fast-v1" and ckpt["iteration"] == iteration
     assert ckpt["total_steps"] == iteration * 12 * 4096
-    v1 = dataclasses.asdict(clock_fast_v1_config(num_envs=4096, device="cuda"))
-    assert {k: v for k, v in v1.items() if k != "seed"} == \
-        {k: v for k, v in ckpt["task"]["env"].items() if k != "seed"}
+    v1 = dataclasses.asdict(clock_fast_v1_config(num_envs=4096, device="cuda", **LEGACY_BACKEND))
+    assert {k: v for k, v in v1.items() if k != "seed"} == {k: v for k, v in trained_env(ckpt).items() if k != "seed"}
     assert ckpt["config"]["num_steps_per_env"] == FAST_V1_STEPS_PER_ITERATION
     assert ckpt["config"]["ppo"]["desired_kl"] == 0.02
     assert ckpt["config"]["ppo"]["symmetry_augmentation"] and ckpt["config"]["ppo"]["symmetry_loss_coef"] > 0
@@ -257,7 +264,7 @@ def test_stored_config_of_an_older_version_gets_the_old_command_settings() -> No
     cfg = stored_config(old, "gait_clock")
     assert cfg == gait_clock_config(**LEGACY_COMMANDS)
     # a checkpoint that recorded nothing: its variant with the ranges of its time
-    assert stored_config({}, "default") == G1WalkConfig(**LEGACY_COMMANDS)
+    assert stored_config({}, "default") == G1WalkConfig(**OLD)
     assert stored_config({"future_field": 1}, "default", num_envs=2).num_envs == 2
 
 
@@ -265,12 +272,12 @@ def test_checkpoints_keep_their_command_ranges(tmp_path) -> None:
     from ppo_bootstrap import checkpoint
 
     shipped = registry.checkpoint_walk_config(SHIPPED, num_envs=6)
-    assert shipped == gait_clock_config(num_envs=6, **LEGACY_COMMANDS)
+    assert shipped == gait_clock_config(num_envs=6, **OLD)
 
     ckpt = checkpoint.read(SHIPPED)
     del ckpt["task"], ckpt["checksum"]  # an older file: the variant from the policy's input width, the old ranges
     path = tmp_path / "old.pt"
     checkpoint.save_atomic(ckpt, path)
-    assert registry.checkpoint_walk_config(str(path), num_envs=6) == gait_clock_config(num_envs=6, **LEGACY_COMMANDS)
+    assert registry.checkpoint_walk_config(str(path), num_envs=6) == gait_clock_config(num_envs=6, **OLD)
     no_clock = registry.checkpoint_walk_config(str(path), gait_clock=False, num_envs=6)
-    assert no_clock == G1WalkConfig(num_envs=6, **LEGACY_COMMANDS)
+    assert no_clock == G1WalkConfig(num_envs=6, **OLD)

@@ -174,6 +174,7 @@ def test_record_first_keeps_the_first_crossing() -> None:
         ({"solver_iterations": 0}, "solver_iterations"),
         ({"solver_iterations": 2.5}, "solver_iterations"),
         ({"ls_iterations": -1}, "ls_iterations"),
+        ({"warp_box_box": "gjk"}, "warp_box_box must be one of primitive, convex"),
     ],
 )
 def test_config_rejects_inconsistent_settings(kwargs: dict, message: str) -> None:

@@ -304,6 +304,21 @@ def test_feet_that_touch_collide_as_on_the_cpu(monkeypatch) -> None:
         assert worst[True][name] > bound  # the pose tests what it claims
 
 
+
+@pytest.mark.parametrize("collider", ["primitive", "convex"])
+def test_the_task_config_picks_the_feet_collider(collider: str) -> None:
+    """``env.warp_box_box`` reaches the backend: the primitive sets the flag that keeps MuJoCo Warp
+    off its GJK/EPA path for box pairs; the convex path leaves the model's flags as the file has them."""
+    from mujoco_warp import DisableBit
+
+    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+    from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+    backend, _, _ = make_warp_backend(G1WalkConfig(num_envs=2, device=DEVICE, warp_box_box=collider))
+    assert bool(backend._m.opt.disableflags & int(DisableBit.NATIVECCD)) == (collider == "primitive")
+    assert not g1(converged=False).model.opt.disableflags & int(DisableBit.NATIVECCD)  # the file: convex
+
+
 if __name__ == "__main__":  # print the parity numbers: PYTHONPATH=. python tests/test_warp_parity.py
     for converged in (True, False):
         worst = report(run_parity(converged))

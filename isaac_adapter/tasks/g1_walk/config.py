@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+WARP_BOX_BOX = ("primitive", "convex")  # G1WalkConfig.warp_box_box's values
 _EPS = 1e-9  # relative tolerance for "a whole number of policy steps" (0.4 / 0.02 = 20.000000000000004)
 
 
@@ -132,6 +133,9 @@ class G1WalkConfig:
     # with the health check's error naming the envs, never drops contacts silently.
     warp_nconmax: int | None = None
     warp_njmax: int | None = None
+    # how MuJoCo Warp collides the two foot boxes: "primitive" (MuJoCo's box-box algorithm, as on
+    # the CPU) or "convex" (its general GJK/EPA path: one more kernel, the slowest of a cold build)
+    warp_box_box: str = "primitive"
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
     action_clip: float = 10.0
@@ -233,6 +237,8 @@ class G1WalkConfig:
             value = getattr(self, name)
             if value is not None and not (int(value) == value and value > 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {value}")
+        if self.warp_box_box not in WARP_BOX_BOX:
+            raise ValueError(f"warp_box_box must be one of {', '.join(WARP_BOX_BOX)}, got {self.warp_box_box!r}")
         for name in ("tilt_grace_s", "lateral_grace_s"):
             grace = getattr(self, name)
             if grace < 0:
@@ -313,6 +319,11 @@ LEGACY_COMMANDS: dict = dict(
     rel_standing_envs=0.0,
     resampling_time_range=None,
 )
+
+
+#: What a checkpoint that does not record ``warp_box_box`` trained with: every one before the field
+#: existed that trained on MuJoCo Warp collided the feet by its convex path.
+LEGACY_BACKEND: dict = dict(warp_box_box="convex")
 
 
 def gait_clock_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
@@ -448,7 +459,8 @@ def stored_config(params: dict, preset: str | None = None, **overrides) -> G1Wal
     over it, except the runtime ones (``num_envs``, ``device``, ``seed``, ``physics_threads``), and
     ``overrides`` win over both. Command settings ``params`` does not record take their
     :data:`LEGACY_COMMANDS` values (an empty ``params``, a checkpoint that recorded nothing, so gets
-    the old ranges); fields this version does not know are dropped.
+    the old ranges), and the feet's collider its :data:`LEGACY_BACKEND` one; fields this version does
+    not know are dropped.
     """
     known = set(G1WalkConfig.__dataclass_fields__)
     recorded = {k: v for k, v in params.items() if k in known and k not in _RUNTIME_FIELDS}
@@ -459,4 +471,4 @@ def stored_config(params: dict, preset: str | None = None, **overrides) -> G1Wal
         weights = {k: v for k, v in recorded["rewards"].items() if k in RewardWeights.__dataclass_fields__}
         recorded["rewards"] = RewardWeights(**weights)  # weights added since keep their defaults (0)
     # replace() validates the result again
-    return replace(walk_config(preset=preset), **{**LEGACY_COMMANDS, **recorded, **overrides})
+    return replace(walk_config(preset=preset), **{**LEGACY_COMMANDS, **LEGACY_BACKEND, **recorded, **overrides})
