@@ -106,8 +106,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             wp.force_load(device=device, modules=modules, max_workers=preload_workers)
         row["preload_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        backend, nominal, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device=device), check_every=0,
-                                                convex_box_box=box_box == "convex")
+        cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box)
+        backend, nominal, _ = make_warp_backend(cfg, check_every=0)
         row["build_s"] = time.perf_counter() - start
         start = time.perf_counter()
         backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--optimization-level", type=int, choices=range(4), default=None,
                    help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
     p.add_argument("--box-box", nargs="+", choices=("primitive", "convex"), default=["primitive"],
-                   help="how the foot boxes collide, one row each (default: primitive, the backend's default)")
+                   help="how the foot boxes collide (the task's env.warp_box_box), one row each (default: primitive)")
     p.add_argument("--training-start", action="store_true",
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--from-log", metavar="LOG", default=None,

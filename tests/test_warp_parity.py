@@ -304,7 +304,6 @@ def test_feet_that_touch_collide_as_on_the_cpu(monkeypatch) -> None:
         assert worst[True][name] > bound  # the pose tests what it claims
 
 
-
 @pytest.mark.parametrize("collider", ["primitive", "convex"])
 def test_the_task_config_picks_the_feet_collider(collider: str) -> None:
     """``env.warp_box_box`` reaches the backend: the primitive sets the flag that keeps MuJoCo Warp
