@@ -8,6 +8,7 @@
     python benchmarks/time_to_walk.py --judge-only runs/ttw/exact_s0                # judge a run folder's checkpoints
     python benchmarks/time_to_walk.py --seeds 0 1 2 --modes state_value --parallel 3 --out runs/sv   # samples only
     python benchmarks/time_to_walk.py --judge-when after --max-iterations 560 --save-interval 20 -- --task G1-Walk-Clock-Fast-v1 --symmetry both --tf32 --cuda-graph-step
+    python benchmarks/time_to_walk.py --seeds 0 1 2 --modes exact --save-interval 20 -- --task G1-Walk-Clock-Fast-v2 --symmetry both --tf32 --cuda-graph-step
 
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
 (``torchrun --standalone --nproc-per-node N`` when ``--nproc`` > 1) trains into ``OUT/<mode>_s<seed>``

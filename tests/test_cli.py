@@ -135,6 +135,12 @@ def test_a_task_brings_its_agent_settings_and_the_command_line_wins(tmp_path):
     plain = g1_walk.main(["--task", "G1-Walk-Clock-Fast-v0", "--num_envs", "4", "--max_iterations", "1",
                           "--log-dir", str(tmp_path / "v0")])
     assert plain.cfg.num_steps_per_env == 24 and plain.cfg.ppo.desired_kl == 0.01
+    v2 = g1_walk.main(["--task", "G1-Walk-Clock-Fast-v2", *common[2:], "--log-dir", str(tmp_path / "v2")])
+    assert v2.cfg.num_steps_per_env == 12 and v2.cfg.ppo.desired_kl == 0.02  # v1's agent settings
+    assert [r.weight for r in v2.env.task_cfg.reward_ramps] == [-0.15, -0.4]
+    ramps = yaml.safe_load((tmp_path / "v2" / "params" / "env.yaml").read_text())["reward_ramps"]
+    assert [r["weight"] for r in ramps] == [-0.15, -0.4]
+    assert checkpoint.read(tmp_path / "v2" / "model_1.pt")["task"]["id"] == "G1-Walk-Clock-Fast-v2"
 
 
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):
