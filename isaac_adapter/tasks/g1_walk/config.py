@@ -443,9 +443,9 @@ def clock_fast_v1_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
 def clock_fast_v2_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     """:func:`clock_fast_v1_config` with :data:`FAST_V2_RAMPS`: the roll/pitch rate penalty ends at
     twice v1's weight. On one H200 its runs needed a median 400 iterations to the gate against v1's
-    460, and each seed alone passed in a median 48.0 s of samples / steady rate over seeds 0-5 (two
-    runs; BENCHMARKS.md, "A stronger roll/pitch penalty, physics closer to the gate's"). ``reward_ramps``
-    in ``overrides`` replaces the ramps.
+    460, and seeds 0-6, each alone (three runs), passed in a median 47.9 s of samples / steady rate,
+    6 of 7 within 60 s (BENCHMARKS.md, "``G1-Walk-Clock-Fast-v2``"). ``reward_ramps`` in
+    ``overrides`` replaces the ramps.
     """
     overrides.setdefault("reward_ramps", FAST_V2_RAMPS)
     return clock_fast_v1_config(period_s, **overrides)
