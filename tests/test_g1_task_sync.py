@@ -144,6 +144,19 @@ def test_a_step_and_its_resets_do_not_synchronise(resampling, device) -> None:
     assert int(ends) > n  # falls (sinking envs) and timeouts (50 steps) both happened
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_changed_config_reaches_the_device_without_a_sync(device) -> None:
+    """The reward table and the command ranges are uploaded when the config changes, which can be
+    the first step of a run: through pinned memory on CUDA, so the step still does not wait."""
+    from isaac_adapter.tasks.g1_walk.task import upload_without_sync
+
+    table = [[0.5, -0.25], [1.0, 3.0]]
+    with no_sync(device):
+        got = upload_without_sync(table, device)
+    assert got.dtype == torch.float32 and got.device.type == device
+    assert got.cpu().tolist() == table  # exact in float32
+
+
 def test_the_check_catches_a_syncing_step() -> None:
     """The CPU stand-in fails where a GPU would synchronise: the test above could fail."""
     x = torch.tensor([0.0, 1.0, 2.0])

@@ -73,6 +73,16 @@ _BUFFERS = (
 )  # fmt: skip
 
 
+def upload_without_sync(values: Any, device: torch.device | str) -> torch.Tensor:
+    """``values`` (numbers, or nested lists of them) as a float32 tensor on ``device``. On CUDA the
+    host copy is pinned and copied on the current stream: a pageable upload would make the host
+    wait for the GPU, in the middle of a step whose config changed."""
+    host = torch.tensor(values, dtype=torch.float32)
+    if torch.device(device).type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
 class G1WalkTask:
     """Buffers and hooks of the G1 velocity-walking task over ``num_envs`` robots (see the module docstring).
 
@@ -253,8 +263,8 @@ class G1WalkTask:
         ``RewardWeights``. Worked out once per env step, by whichever asks first (the reward, or a
         ``DirectRLEnv``'s log in ``_get_dones``).
 
-        The schedule (``task_cfg.reward_ramp_table()``) is uploaded only when the config's weights
-        change (one host sync then). With ramps the weights are computed on the device from the
+        The schedule (``task_cfg.reward_ramp_table()``) is uploaded when the config's weights change,
+        through pinned memory (:func:`upload_without_sync`). With ramps the weights are computed on the device from the
         env-step count (:func:`~.terms.ramped_weights`), which is written with ``fill_`` (the Python
         number rides in the launch: no upload, no sync) or, while a recorded CUDA graph runs the
         step (:attr:`reward_step_on_device`), advanced by one on the device.
@@ -262,7 +272,7 @@ class G1WalkTask:
         cfg = self.task_cfg
         key = (tuple(getattr(cfg.rewards, name) for name in self._reward_names), tuple(cfg.reward_ramps))
         if key != self._reward_table_key:
-            self._reward_table = torch.tensor(cfg.reward_ramp_table(), device=self.device)
+            self._reward_table = upload_without_sync(cfg.reward_ramp_table(), self.device)
             self._reward_table_key, self._weights_step = key, None
             self._weights_now = self._reward_table[0]
         if cfg.reward_ramps and self._weights_step != self.common_step_counter:
@@ -505,12 +515,12 @@ class G1WalkTask:
         return self.current_observations()
 
     def _command_ranges(self) -> torch.Tensor:
-        """``[3, 2]`` (low, high) of v_x, v_y, w_z on the device; uploaded again only when the
-        config's ranges change (an upload per call would synchronise with the GPU)."""
+        """``[3, 2]`` (low, high) of v_x, v_y, w_z on the device; uploaded again (without a host
+        sync) only when the config's ranges change."""
         cfg = self.task_cfg
         key = (tuple(cfg.lin_vel_x_range), tuple(cfg.lin_vel_y_range), tuple(cfg.ang_vel_z_range))
         if key != self._command_ranges_key:
-            self._command_ranges_tensor = torch.tensor(key, device=self.device)
+            self._command_ranges_tensor = upload_without_sync(key, self.device)
             self._command_ranges_key = key
         return self._command_ranges_tensor
 
