@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from _common import format_table  # noqa: E402
-from time_to_walk import load_metrics, read_startup, steady_median, trainer_command  # noqa: E402
+from time_to_walk import _num, load_metrics, read_startup, steady_median, trainer_command, trainer_env  # noqa: E402
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, distributed  # noqa: E402
 
@@ -95,8 +95,8 @@ def measure_task(a: argparse.Namespace, num_envs: int, out: Path, extra: list[st
     run_dir.mkdir(parents=True, exist_ok=True)
     command = trainer_command(sys.executable, a.nproc, task_args(a, num_envs, run_dir, extra))
     log = run_dir / "train.log"
+    env = trainer_env("shared", run_dir)  # unbuffered, in the machine's Warp kernel cache
     with open(log, "w") as f:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         code = subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
@@ -104,10 +104,6 @@ def measure_task(a: argparse.Namespace, num_envs: int, out: Path, extra: list[st
         raise SystemExit(f"error: the {num_envs}-env run exited with {code}: {tail[0]} ({where})")
     build_s = (read_startup(log) or {}).get("env")
     return {"num_envs": num_envs, **summarize_task_run(load_metrics(run_dir), a.warmup), "env_build_s": build_s}
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
 
 
 def task_report(record: dict[str, Any]) -> str:

@@ -264,10 +264,10 @@ class G1WalkTask:
         ``DirectRLEnv``'s log in ``_get_dones``).
 
         The schedule (``task_cfg.reward_ramp_table()``) is uploaded when the config's weights change,
-        through pinned memory (:func:`upload_without_sync`). With ramps the weights are computed on the device from the
-        env-step count (:func:`~.terms.ramped_weights`), which is written with ``fill_`` (the Python
-        number rides in the launch: no upload, no sync) or, while a recorded CUDA graph runs the
-        step (:attr:`reward_step_on_device`), advanced by one on the device.
+        through pinned memory (:func:`upload_without_sync`). With ramps the weights are computed on
+        the device from the env-step count (:func:`~.terms.ramped_weights`), which is written with
+        ``fill_`` (the Python number rides in the launch: no upload, no sync) or, while a recorded
+        CUDA graph runs the step (:attr:`reward_step_on_device`), advanced by one on the device.
         """
         cfg = self.task_cfg
         key = (tuple(getattr(cfg.rewards, name) for name in self._reward_names), tuple(cfg.reward_ramps))
