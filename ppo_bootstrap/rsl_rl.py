@@ -414,7 +414,7 @@ def _ppo_config(fields: Mapping[str, Any], policy: PolicyConfig) -> PPOConfig:
     _check_names(fields, set(RSL_RL_PPO_DEFAULTS), where)
     algorithm = _class_name(fields.get("class_name", "PPO"))
     if algorithm != "PPO":
-        why = "distillation is not supported" if algorithm == "Distillation" else "ppo_bootstrap trains with PPO"
+        why = "ppo_bootstrap trains with PPO" + ("; distillation has no counterpart" if algorithm == "Distillation" else "")
         raise RslRlConfigError(f"{where}class_name", f"{algorithm!r} is not supported ({why})")
     _only(fields, "rnd_cfg", None, where, "random network distillation is not part of ppo_bootstrap; set it to None")
     _only(fields, "optimizer", "adam", where, "ppo_bootstrap uses Adam")
