@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -322,14 +323,19 @@ def load(args: argparse.Namespace) -> tuple[dict, mujoco.MjModel, onnxruntime.In
         if config.get(key) is not None:
             setattr(model.opt, key.removeprefix("solver_"), int(config[key]))
     session = onnxruntime.InferenceSession(str(policy_path), providers=["CPUExecutionProvider"])
-    width = session.get_inputs()[0].shape[-1]
-    if width != config["num_obs"] or len(session.get_inputs()) != 1:
-        raise UsageError(f"policy {policy_path} takes {[i.shape for i in session.get_inputs()]}; the config builds one "
-                         f"observation of {config['num_obs']} (a recurrent policy is not supported here)")
+    inputs = session.get_inputs()
+    if len(inputs) != 1:
+        raise UsageError(f"policy {policy_path} takes {[i.name for i in inputs]}; this script runs feed-forward policies "
+                         "(one input, the observation)")
+    if inputs[0].shape[-1] != config["num_obs"]:
+        raise UsageError(f"policy {policy_path} takes {inputs[0].shape[-1]} observations, the config builds "
+                         f"{config['num_obs']}; is it the config exported with this policy?")
     return config, model, session
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.headless and sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise UsageError("no display for the viewer (DISPLAY is not set); run with --headless")
     config, model, session = load(args)
     schedule = read_commands(args.commands) if args.commands else None
     keyboard = Keyboard(parse_command(args.command))

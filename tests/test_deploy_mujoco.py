@@ -74,7 +74,7 @@ def test_script_imports_nothing_of_the_project():
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "argparse", "math", "sys", "time", "pathlib", "mujoco", "numpy", "onnxruntime",
+    assert imported <= {"__future__", "argparse", "math", "os", "sys", "time", "pathlib", "mujoco", "numpy", "onnxruntime",
                         "yaml"}, imported
 
 
