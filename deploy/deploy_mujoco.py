@@ -71,6 +71,8 @@ def load_config(path: Path) -> dict:
     for key in ("joint_names", "default_angles", "kps", "kds", "torque_limits", "target_limits"):
         if len(config[key]) != joints:
             raise UsageError(f"--config {path}: {key} has {len(config[key])} entries for {joints} joints")
+    if not all(isinstance(term, dict) and {"name", "width", "scale"} <= set(term) for term in config["obs_terms"]):
+        raise UsageError(f"--config {path}: every obs_terms entry is {{name, width, scale}}")
     if sum(term["width"] for term in config["obs_terms"]) != config["num_obs"]:
         raise UsageError(f"--config {path}: the widths of obs_terms do not add up to num_obs {config['num_obs']}")
     return config
@@ -194,8 +196,8 @@ class Deployment:
         self.episode_step = 0
         self.last_action = np.zeros(self.config["num_actions"])
 
-    # what each obs term reads, by the names the export writes
     def term(self, name: str, command: np.ndarray) -> np.ndarray:
+        """The unscaled value of the obs term ``name`` (the names the export writes) now."""
         d, r = self.data, self.robot
         if name == "base_ang_vel":  # a free joint's angular velocity is in the body frame: the gyro's reading
             return d.qvel[r.root_v + 3:r.root_v + 6]
@@ -292,6 +294,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.duration is not None and not args.duration > 0:
         parser.error(f"--duration must be positive, got {args.duration}")
+    if args.sim_dt is not None and not args.sim_dt > 0:
+        parser.error(f"--sim-dt must be positive, got {args.sim_dt}")
     return args
 
 
@@ -310,7 +314,7 @@ def load(args: argparse.Namespace) -> tuple[dict, mujoco.MjModel, onnxruntime.In
     policy_dt = config["simulation_dt"] * config["control_decimation"]
     sim_dt = args.sim_dt or config["simulation_dt"]
     substeps = policy_dt / sim_dt
-    if not sim_dt > 0 or abs(substeps - round(substeps)) > 1e-9 * substeps:
+    if abs(substeps - round(substeps)) > 1e-9 * substeps:
         raise UsageError(f"--sim-dt {sim_dt}: the policy step {policy_dt:g} s must be a whole number of physics steps")
     # the physics the policy was trained on: the config's step, integrator and solver budget
     model.opt.timestep = sim_dt

@@ -43,13 +43,15 @@ def policy_obs_terms(cfg: G1WalkConfig, num_joints: int) -> list[dict[str, Any]]
 
 
 def _servo_gains(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
-    """``(kp, kd)`` ``[J]`` of the model's position servos, ``force = kp (ctrl - q) - kd qdot``.
+    """``(kp, kd)`` ``[J]`` of the model's position servos, ``force = kp (ctrl - q) - kd qdot``. A
+    joint's own ``damping`` is not in ``kd``: it stays in the model, as the plant's (the
+    ``playground_feetonly`` G1 damps its joints so, with servos of ``kv`` 0).
 
     Raises:
         ValueError: an actuator is no such servo (another actuator law has no PD gains to export).
     """
     gain, bias = model.actuator_gainprm, model.actuator_biasprm
-    kp, kd = gain[:, 0].copy(), -bias[:, 2].copy()
+    kp, kd = gain[:, 0].copy(), -bias[:, 2] + 0.0  # + 0.0: no -0.0 in the YAML
     servo = ((model.actuator_gaintype == mujoco.mjtGain.mjGAIN_FIXED)
              & (model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE)
              & np.isclose(bias[:, 1], -kp) & (bias[:, 0] == 0) & (kp > 0) & (kd >= 0))
