@@ -24,7 +24,9 @@ import dataclasses
 import datetime
 import functools
 import os
+import re
 import socket
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -40,6 +42,7 @@ RANK_LOCAL_FIELDS = ("seed", "device", "log_dir")
 """Config fields that differ between ranks by design (each rank its own seed and device; rank 0 alone
 logs), left out of :func:`check_ranks_agree`."""
 
+_PEER_EXIT_WAIT_S = 2.0  # how long a failed collective waits for a dying peer's process to end, to name it
 _peers: list[tuple[str, int]] = []  # (host, pid) of every rank, from check_ranks_agree
 
 
@@ -128,7 +131,13 @@ def lost_ranks() -> list[int]:
 def rank_failure(err: BaseException) -> RankFailure:
     """The one-line :class:`RankFailure` of a collective that raised ``err``."""
     me, lost = rank(), lost_ranks()
-    cause = str(err).strip().splitlines()[-1][:200] if str(err).strip() else type(err).__name__
+    # a peer's sockets close a moment before its process is gone: give a dying one that moment
+    deadline = time.monotonic() + _PEER_EXIT_WAIT_S
+    while not lost and _peers and time.monotonic() < deadline:
+        time.sleep(0.05)
+        lost = lost_ranks()
+    text = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+    cause = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". ")[0][:160]  # gloo's source location and advice dropped
     if lost:
         who = f"rank {lost[0]}" if len(lost) == 1 else f"ranks {lost}"
         return RankFailure(f"rank {me}: {who} of {world_size()} stopped (its process is gone); this rank stops too. "

@@ -29,6 +29,15 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+def make_runner(log_dir: str | None, num_envs: int = 8, seed: int = 3, rank: int = 0) -> Runner:
+    """The run every test launches: rank ``rank``'s envs, one checkpoint per iteration into ``log_dir``."""
+    env = TimeLimitEnv(num_envs=num_envs, episode_length=10, privileged_dim=1, fall_probability=0.05, seed=seed + rank)
+    cfg = RunnerConfig(num_steps_per_env=8, save_interval=1, log_dir=log_dir, console=False, seed=seed,
+                       ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=2),
+                       policy=PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    return Runner(env, cfg)
+
+
 def kill_self() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -41,13 +50,8 @@ def main() -> None:
     num_envs = args.num_envs
     if args.rank_num_envs and int(args.rank_num_envs.split(":")[0]) == rank:
         num_envs = int(args.rank_num_envs.split(":")[1])
-    env = TimeLimitEnv(num_envs=num_envs, episode_length=10, privileged_dim=1, fall_probability=0.05,
-                       seed=args.seed + rank)
-    cfg = RunnerConfig(num_steps_per_env=8, save_interval=1, log_dir=args.log_dir, console=False, seed=args.seed,
-                       ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=2),
-                       policy=PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
     try:
-        runner = Runner(env, cfg)
+        runner = make_runner(args.log_dir, num_envs, args.seed, rank)
     except distributed.RankMismatchError as err:  # as examples/g1_walk.py: one line, no traceback
         raise SystemExit(f"error: {err}") from None
     if args.resume:
@@ -55,6 +59,7 @@ def main() -> None:
     if args.kill:
         victim, where, iteration = args.kill.split(":")
         if int(victim) == rank and where == "step":
+            env = runner.env
             step = env.step
 
             def dying_step(actions):
