@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError) as err:
+    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError,
+            distributed.RankMismatchError) as err:
         if debug:
             raise
         raise SystemExit(f"error: {err}") from None

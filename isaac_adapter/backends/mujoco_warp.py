@@ -238,7 +238,7 @@ class MujocoWarpBackend:
         self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
 
         # -- model and data on the device --------------------------------------------------------
-        max_contacts, max_rows = contact_capacity(model)
+        max_contacts, max_rows = self.capacity = contact_capacity(model)
         self.nconmax = int(nconmax) if nconmax is not None else max_contacts
         self.njmax = int(njmax) if njmax is not None else max_rows
         mjd = mujoco.MjData(model)
@@ -293,6 +293,9 @@ class MujocoWarpBackend:
         self._nonfinite = torch.zeros(num_envs, dtype=torch.bool, device=dev)
         self._peak_nefc = torch.zeros(num_envs, dtype=torch.int32, device=dev)
         self._peak_nacon = torch.zeros(1, dtype=torch.int32, device=dev)
+        # the policy step (counted on the device) at which each world first overflowed since the last check
+        self._step_on_device = torch.zeros((), dtype=torch.long, device=dev)
+        self._first_overflow_step = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
         self._steps_since_check = 0
         self._steps = 0
         self._totals = {"steps": 0, "iteration_cap_steps": 0, "peak_nefc": 0, "peak_nacon": 0}
@@ -425,6 +428,9 @@ class MujocoWarpBackend:
         bits = self._overflow.clone()
         self._overflow.zero_()
         self._flags |= bits
+        self._step_on_device += 1
+        first = (self._first_overflow_step < 0) & ((bits & self.fatal_overflow) != 0)
+        torch.where(first, self._step_on_device, self._first_overflow_step, out=self._first_overflow_step)
         self._iter_cap_steps += (bits & int(mjw.OverflowType.ITERATIONS)) != 0
         finite = torch.isfinite(self._qpos).all(-1) & torch.isfinite(self._qvel).all(-1)
         self._nonfinite |= ~finite
@@ -459,9 +465,11 @@ class MujocoWarpBackend:
         if fatal.any():
             ids = torch.nonzero(fatal).flatten().tolist()
             bits = int(np.bitwise_or.reduce(flags[fatal].numpy()))
+            first = self._first_overflow_step.cpu()[fatal]
+            step = int(first[first >= 0].min()) if (first >= 0).any() else self._steps + 1
             problems.append(
-                f"MuJoCo Warp overflow {overflow_names(bits & self.fatal_overflow)} in {len(ids)} envs "
-                f"(nconmax={self.nconmax}, njmax={self.njmax}; raise them)"
+                f"MuJoCo Warp overflow {overflow_names(bits & self.fatal_overflow)} in {len(ids)} envs, first at "
+                f"policy step {step}: {self._needed(bits)}"
             )
             env_ids += ids
         if nonfinite.any():
@@ -481,8 +489,26 @@ class MujocoWarpBackend:
         self._iter_cap_steps.zero_()
         self._peak_nefc.zero_()
         self._peak_nacon.zero_()
+        self._first_overflow_step.fill_(-1)
         self._steps_since_check = 0
         return stats
+
+    def _needed(self, bits: int) -> str:
+        """What to raise, and to how much, for the overflow ``bits``. MuJoCo Warp counts rows and
+        contacts past the buffers (``d.nefc``, ``d.nacon``) only until its kernels stop adding them, so
+        the count is a lower bound; the model's upper bound (:func:`contact_capacity`, the default)
+        cannot overflow."""
+        contacts, rows = self.capacity
+        parts = []
+        if bits & int(mjw.OverflowType.NEFC):
+            seen = int(self._peak_nefc.max().item())
+            parts.append(f"a world needed more than njmax={self.njmax} constraint rows (at least {seen}); raise "
+                         f"njmax (env.warp_njmax) to the model's bound {rows}, its default")
+        if bits & int(mjw.OverflowType.NARROWPHASE | mjw.OverflowType.BROADPHASE):
+            seen = int(self._peak_nacon.item())
+            parts.append(f"the worlds needed more than naconmax={self._d.naconmax} contacts (at least {seen}); raise "
+                         f"nconmax (env.warp_nconmax, per world) to the model's bound {contacts}, its default")
+        return "; ".join(parts) or f"raise nconmax={self.nconmax} / njmax={self.njmax} (env.warp_nconmax / env.warp_njmax)"
 
     def health_summary(self, reset: bool = False) -> dict[str, float]:
         """The statistics of :meth:`check_health` over every check since construction (or the last reset)."""

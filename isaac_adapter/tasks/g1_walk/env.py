@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
-from ppo_bootstrap.episode import done_mask
+from ppo_bootstrap.episode import done_mask, end_blow_ups
 
 from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
@@ -135,7 +135,18 @@ class G1WalkEnv(G1WalkTask):
         if seed is not None:
             self.generator.manual_seed(seed)
         self._reset_idx(torch.arange(self.num_envs, device=self.device))
-        return self._get_observations()
+        return self._keep_observations(self._get_observations())
+
+    def _keep_observations(self, obs: ObsGroups) -> ObsGroups:
+        """Remember ``obs``, what the policy acts on next (the ``s_t`` a blow-up is valued from), in
+        place: a recorded step graph keeps reading the same buffers. Returns ``obs``."""
+        kept = getattr(self, "acted_on_obs", None)
+        if kept is None or {k: v.shape for k, v in kept.items()} != {k: v.shape for k, v in obs.items()}:
+            self.acted_on_obs = {k: v.clone() for k, v in obs.items()}
+        else:
+            for k, v in obs.items():
+                kept[k].copy_(v)
+        return obs
 
     def step(self, actions: torch.Tensor) -> StepResult:
         """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step.
@@ -158,7 +169,8 @@ class G1WalkEnv(G1WalkTask):
         self._pre_physics_step(actions)
         self._apply_action()
         self.episode_length_buf += 1
-        # fresh tensors every step: the StepResult keeps them
+        # fresh tensors every step: the StepResult keeps them; a blow-up (non-finite state) comes as
+        # truncated, cause non_finite
         self.reset_terminated, self.reset_time_outs = self._get_dones()
         terminated, truncated = self.reset_terminated, self.reset_time_outs
         reward = self._get_rewards()
@@ -179,7 +191,11 @@ class G1WalkEnv(G1WalkTask):
             "termination_cause": self.termination_cause.clone(),
             "time_outs": truncated,
         }
-        return StepResult(obs, reward, terminated, truncated, None, None, info, final_obs_all=final_obs_all)
+        result = StepResult(obs, reward, terminated, truncated, None, None, info, final_obs_all=final_obs_all)
+        # blow-ups: valued from the observation acted on, reward zeroed (the rule of ppo_bootstrap.episode)
+        result = end_blow_ups(result, self.acted_on_obs, self.non_finite)
+        self._keep_observations(obs)
+        return result
 
     # -- the simulator seam --------------------------------------------------------------------
 
@@ -232,3 +248,9 @@ class G1WalkEnv(G1WalkTask):
         self.check_state_dict(state)
         self.backend.load_state_dict(state["backend"])
         self._load_task_state_dict(state)
+        self.current_observations()
+
+    def current_observations(self) -> ObsGroups:
+        """Observations of the current state (after ``reset``, ``load_state_dict`` or ``set_commands``),
+        remembered as what the policy acts on next."""
+        return self._keep_observations(super().current_observations())

@@ -56,7 +56,7 @@ from ppo_bootstrap.symmetry import Symmetry
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.math import put_rows, rows_of
 from isaac_adapter.tasks.g1_walk import terms
-from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_NON_FINITE, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 # joints pulled towards the nominal pose (they should not wander while the legs walk)
@@ -170,6 +170,7 @@ class G1WalkTask:
         self.reward_step_on_device = False
         # cause of this step's episode end (0 = still running), [N]
         self.termination_cause = torch.zeros(n, **long)
+        self.non_finite = torch.zeros(n, device=dev, dtype=torch.bool)  # this step's blow-ups, set by _get_dones
         # records of each env's last finished episode: they survive the reset
         self.last_cause = torch.zeros(n, **long)
         self.last_episode_length = torch.zeros(n, **long)
@@ -235,8 +236,14 @@ class G1WalkTask:
         self.first_raw_step = terms.record_first(self.first_raw_step, raw, step)
         self.first_active_step = terms.record_first(self.first_active_step, active, step)
         time_out = terms.time_out(step, cfg.max_episode_length)
-        self.termination_cause = terms.exclusive_cause(active, time_out)
-        return active.any(-1), time_out
+        # a non-finite physics state is no fall (its signals compare false) and ends as a blow-up:
+        # truncated, so that every host of the task resets it (see causes.CAUSE_NON_FINITE)
+        s = self.state
+        self.non_finite = ~torch.isfinite(torch.cat((s.root_pos_w, s.root_quat_w, s.root_lin_vel_w, s.root_ang_vel_w,
+                                                     s.joint_pos, s.joint_vel), dim=-1)).all(-1)
+        cause = terms.exclusive_cause(active, time_out)
+        self.termination_cause = torch.where(self.non_finite, torch.full_like(cause, CAUSE_NON_FINITE), cause)
+        return active.any(-1) & ~self.non_finite, time_out | self.non_finite
 
     def _get_rewards(self) -> torch.Tensor:
         """The step's reward ``[N]``: each of :meth:`_reward_terms` times its weight in
@@ -249,6 +256,8 @@ class G1WalkTask:
         # that order, so column i of the sums is term i (a term out of place is a KeyError here)
         names = self._reward_names[:len(parts)]
         scaled = torch.stack([parts[name] for name in names], dim=-1) * (self._reward_weights()[:len(names)] * dt)
+        # a blown-up env's terms are NaN: zeroed, so that the episode sums (the logs) stay finite
+        scaled = torch.where(self.non_finite.unsqueeze(-1), torch.zeros_like(scaled), scaled)
         self._reward_sums[:, :len(names)] += scaled
         reward = scaled.sum(-1)
         # the action-rate and joint-acceleration terms were the last readers of the previous step
@@ -483,7 +492,8 @@ class G1WalkTask:
         """
         cause = self.termination_cause
         log = {f"Episode_Termination/{CAUSE_NAMES[code]}": (cause == code).sum().float() for code in ENV_CAUSES}
-        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)).sum().float()
+        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)
+                                                        & (cause != CAUSE_NON_FINITE)).sum().float()
         below = self.state.root_pos_w[:, 2] < self.task_cfg.eval_success_height
         log["Metrics/below_eval_success_height"] = below.float().mean()
         if self.task_cfg.reward_ramps:  # the ramped weights of this step's reward, 0-dim tensors
