@@ -9,7 +9,12 @@ supplies only the simulator seam:
   :class:`~isaac_adapter.backends.base.PhysicsState` (quaternions ``(x, y, z, w)`` -> ``(w, x, y, z)``,
   positions relative to each env's origin, joints in the MuJoCo model's actuator order);
 * ``_write_reset_rows``: a spawn pose into the rows of ``env_ids`` only;
-* ``_apply_action``: the task's joint-position targets to the implicit PD drives.
+* ``_apply_action``: the task's joint-position targets to the implicit PD drives;
+* ``_write_physics_params`` / ``_push_root_velocity``: the task's domain randomization
+  (``task.randomization``) through the articulation's setters: link masses, the base's centre of
+  mass, joint armature and friction, drive stiffness and damping, root velocity. Foot-ground
+  friction is a material of Isaac Lab's shapes, not a per-reset articulation property: a config
+  that randomizes it is refused at construction, in one line.
 
 The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
 (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
@@ -128,6 +133,9 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
         task.validate()
+        if task.randomization.friction is not None:
+            raise ValueError("randomization.friction: Isaac Lab sets friction on its shapes' materials, not per reset; "
+                             "set it to None on Isaac Lab (the MuJoCo backends randomize it)")
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False
@@ -142,6 +150,16 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._contact_ids = self.feet_contact.find_bodies(list(assets.FEET), preserve_order=True)[0]
         limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
         self._target_low, self._target_high = limits[:, 0], limits[:, 1]
+        self._link_ids = self.robot.find_bodies([g1.model.body(b).name for b in range(1, g1.model.nbody)],
+                                                preserve_order=True)[0]
+        self._base_id = self.robot.find_bodies([assets.backend_names()["root_body"]], preserve_order=True)[0]
+        self.num_links = len(self._link_ids)
+        d = self.robot.data  # the nominal values the randomization scales
+        self._nominal = {
+            "mass": as_torch(d.body_mass).clone(), "com": as_torch(d.body_com_pose_b).clone(),
+            "armature": as_torch(d.joint_armature).clone(), "friction": as_torch(d.joint_friction_coeff).clone(),
+            "stiffness": as_torch(d.joint_stiffness).clone(), "damping": as_torch(d.joint_damping).clone(),
+        }
         self._init_task(task, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names, len(assets.FEET))
 
     # -- the simulator seam --------------------------------------------------------------------
@@ -193,6 +211,36 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         joint_vel[:, self._joint_ids] = qvel[:, 6:]
         self.robot.write_joint_position_to_sim_mask(position=joint_pos, env_mask=env_mask)
         self.robot.write_joint_velocity_to_sim_mask(velocity=joint_vel, env_mask=env_mask)
+
+    def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        ids = torch.nonzero(mask).flatten()
+        if ids.numel() == 0:
+            return
+        nominal, robot, joints = self._nominal, self.robot, self._joint_ids
+        if "link_mass_scale" in params:
+            masses = nominal["mass"][ids][:, self._link_ids] * params["link_mass_scale"][ids]
+            robot.set_masses_index(masses=masses, body_ids=self._link_ids, env_ids=ids)
+        if "base_com_offset" in params:
+            com = nominal["com"][ids][:, self._base_id].clone()
+            com[..., :3] += params["base_com_offset"][ids].unsqueeze(1)
+            robot.set_coms_index(coms=com, body_ids=self._base_id, env_ids=ids)
+        for name, key, write in (("armature_scale", "armature", robot.write_joint_armature_to_sim_index),
+                                 ("kp_scale", "stiffness", robot.write_joint_stiffness_to_sim_index),
+                                 ("kd_scale", "damping", robot.write_joint_damping_to_sim_index)):
+            if name in params:
+                write(**{key: nominal[key][ids][:, joints] * params[name][ids]}, joint_ids=joints, env_ids=ids)
+        if "joint_friction_scale" in params:
+            robot.write_joint_friction_coefficient_to_sim_index(
+                joint_friction_coeff=nominal["friction"][ids][:, joints] * params["joint_friction_scale"][ids],
+                joint_ids=joints, env_ids=ids)
+
+    def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        ids = torch.nonzero(mask).flatten()
+        if ids.numel() == 0:
+            return
+        d = self.robot.data
+        velocity = torch.cat([as_torch(d.root_link_lin_vel_w)[ids] + delta[ids], as_torch(d.root_link_ang_vel_w)[ids]], -1)
+        self.robot.write_root_velocity_to_sim_index(root_velocity=velocity.contiguous(), env_ids=ids)
 
     def _pre_physics_step(self, actions: torch.Tensor) -> None:
         self._stepping = True  # resets until the end of this step end episodes (see _reset_idx)

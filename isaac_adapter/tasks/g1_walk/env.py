@@ -71,7 +71,7 @@ def make_warp_backend(cfg: G1WalkConfig, **kwargs: Any) -> Backend:
     g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
                                file_sensors=cfg.model_file_sensors)
     kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax,
-              "convex_box_box": cfg.warp_box_box == "convex", **kwargs}
+              "convex_box_box": cfg.warp_box_box == "convex", "randomized": cfg.randomization.physics, **kwargs}
     backend = MujocoWarpBackend(g1.model, cfg.num_envs, cfg.decimation, device=cfg.device, **names, **kwargs)
     return backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names
 
@@ -111,6 +111,7 @@ class G1WalkEnv(G1WalkTask):
         if len(joint_names) != backend.num_joints:
             raise ValueError(f"{len(joint_names)} joint names for a backend of {backend.num_joints} joints")
         self.backend = backend
+        self.num_links = getattr(backend, "num_links", 0)  # bodies whose mass a randomization scales
         self.device = torch.device(cfg.device)
         self.num_envs = cfg.num_envs
         self.num_actions = backend.num_joints
@@ -225,6 +226,14 @@ class G1WalkEnv(G1WalkTask):
             return
         physics = self.backend.device
         masked(mask.to(physics), qpos.to(physics), qvel.to(physics))
+
+    def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        physics = self.backend.device
+        self.backend.set_physics_params(mask.to(physics), {k: v.to(physics) for k, v in params.items()})
+
+    def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        physics = self.backend.device
+        self.backend.add_root_velocity(mask.to(physics), delta.to(physics))
 
     # -- checkpointing ---------------------------------------------------------------------------
 
