@@ -197,13 +197,36 @@ def _time_limit_env():
     return TimeLimitEnv(num_envs=3, episode_length=5)
 
 
-@pytest.mark.parametrize("make_env", [_time_limit_env, _g1_env], ids=["time_limit", "g1"])
+def _gymnasium_env():
+    """Gymnasium's Pendulum, 3 copies through the adapter; its state is each pendulum's angle and velocity."""
+    gym = pytest.importorskip("gymnasium")
+    import numpy as np
+
+    from isaac_adapter.adapters import GymnasiumVecEnv
+
+    class PendulumVecEnv(GymnasiumVecEnv):
+        def reset(self):
+            obs, _ = self.env.reset(seed=0)
+            return self._groups(obs)
+
+        def state_dict(self):
+            return {"state": np.stack([e.unwrapped.state for e in self.env.envs])}
+
+    return PendulumVecEnv(gym.make_vec("Pendulum-v1", num_envs=3, vectorization_mode="sync"))
+
+
+ENVS = pytest.mark.parametrize("make_env", [_time_limit_env, _g1_env, _gymnasium_env],
+                               ids=["time_limit", "g1", "gymnasium"])
+
+
+@ENVS
 @pytest.mark.parametrize(
     "bad,message",
     [(lambda n, a: torch.zeros(1, a), r"actions must have shape \(3, \d+\), got \(1, \d+\)"),
      (lambda n, a: torch.zeros(n, a, dtype=torch.long), "actions must be a floating-point tensor"),
      (lambda n, a: torch.zeros(n, a, device="meta"), "actions must be on the env's device cpu, got meta"),
-     (lambda n, a: torch.zeros(n, a).index_fill_(0, torch.tensor([2]), float("nan")), r"NaN or inf for env ids \[2\]")],
+     (lambda n, a: torch.zeros(n, a).index_fill_(0, torch.tensor([2]), float("nan")).requires_grad_(),
+      r"NaN or inf for env ids \[2\]")],
     ids=["shape", "dtype", "device", "nan"],
 )
 def test_bad_actions_are_rejected_before_the_physics_moves(make_env, bad, message):
@@ -216,6 +239,28 @@ def test_bad_actions_are_rejected_before_the_physics_moves(make_env, bad, messag
     after = _flat_tensors(env.state_dict())
     for key, value in before.items():  # nothing moved
         assert torch.equal(after[key], value), key
+
+
+@ENVS
+def test_actions_that_require_grad_step_exactly_as_the_same_values_without(make_env):
+    """A policy output taken outside ``torch.no_grad``: accepted, and the physics is bit-identical
+    to a twin env stepped with the same values as a plain tensor."""
+    plain, graded = make_env(), make_env()
+    plain.reset()
+    graded.reset()
+    g = torch.Generator().manual_seed(5)
+    weight = torch.ones(plain.num_actions, requires_grad=True)  # a "policy" whose output carries a graph
+    for t in range(4):
+        actions = torch.randn(plain.num_envs, plain.num_actions, generator=g).clamp(-1, 1)
+        with_grad = actions * weight
+        assert with_grad.requires_grad
+        a, b = plain.step(actions), graded.step(with_grad)
+        assert torch.equal(a.reward, b.reward) and not b.reward.requires_grad, t
+        for group, value in a.obs.items():
+            assert torch.equal(b.obs[group], value) and not b.obs[group].requires_grad, (t, group)
+    for key, value in _flat_tensors(plain.state_dict()).items():
+        assert torch.equal(_flat_tensors(graded.state_dict())[key], value), key
+    assert weight.grad is None
 
 
 def _flat_tensors(state, prefix=""):
