@@ -16,6 +16,9 @@ recurrent states, episode accumulators, env state and RNG states. A policy-only 
   incomplete one, a checksum mismatch, NaN or inf, a network of another shape) raises
   :class:`CheckpointError`, one line naming the file and the problem. A missing file stays a
   ``FileNotFoundError``.
+* Disk errors: a write the disk refuses (full, failing, read-only) raises
+  :class:`~ppo_bootstrap.disk.RunWriteError`, one line naming the file and the reason
+  (``No space left on device (ENOSPC)``), and leaves nothing of it behind.
 * Temporaries: a write goes through ``.<name>.tmp-<pid>`` beside the target; those that killed
   writers left are removed at the next save (:func:`remove_stale_temporaries`), never one that a
   live process is writing.
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ppo_bootstrap.disk import ErrorKeepingFile, RunWriteError
 from ppo_bootstrap.env import ObsGroups, POLICY, critic_obs
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 
@@ -64,24 +68,38 @@ def save_atomic(state: dict[str, Any], path: str | os.PathLike) -> Path:
 
     Raises:
         CheckpointError: a policy or optimizer tensor holds NaN or inf (nothing is written).
+        ~ppo_bootstrap.disk.RunWriteError: the disk refused the write (full, failing, read-only):
+            one line naming ``path`` and the reason; no file of it is left.
     """
     path = Path(path)
     bad = first_non_finite(_learned_tensors(state))
     if bad is not None:
         raise CheckpointError(path, f"not written: tensor {bad} holds NaN or inf")
     state = {**state, CHECKSUM: checksum(state)}
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise RunWriteError("checkpoint", path, err, "not written: its folder cannot be made") from err
     remove_stale_temporaries(path.parent)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     _writing.add(tmp)
+    stream = None
     try:
         with open(tmp, "wb") as f:
-            torch.save(state, f)
+            stream = ErrorKeepingFile(f)
+            torch.save(state, stream)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:  # an error or a signal's exit mid-write: no temporary stays behind
-        tmp.unlink(missing_ok=True)
+    except BaseException as err:  # an error or a signal's exit mid-write: no temporary stays behind
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # the folder went away or turned read-only: the write's own error says it
+            pass
+        # torch's zip writer reports a failed write as a RuntimeError without the OS's reason
+        cause = err if isinstance(err, OSError) else getattr(stream, "error", None)
+        if cause is not None:
+            raise RunWriteError("checkpoint", path, cause, "not written, nothing of it is left") from err
         raise
     finally:
         _writing.discard(tmp)
@@ -111,7 +129,7 @@ def remove_stale_temporaries(directory: str | os.PathLike) -> list[Path]:
         try:
             path.unlink()
             removed.append(path)
-        except FileNotFoundError:  # another process cleaned it first
+        except OSError:  # another process cleaned it first, or the folder turned read-only (the write says so)
             pass
     return removed
 

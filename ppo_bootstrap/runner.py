@@ -6,7 +6,6 @@ import collections
 import ctypes
 import dataclasses
 import functools
-import json
 import math
 import os
 import random
@@ -22,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ppo_bootstrap import checkpoint, distributed
+from ppo_bootstrap import checkpoint, disk, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
 from ppo_bootstrap.episode import (
     FlagWatch,
@@ -366,16 +365,9 @@ class Runner:
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
         if self.rank != 0:
             return
-        if self.cfg.log_dir:
-            if self._writer is None:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(log_dir=self.cfg.log_dir)
-            for key, value in stats.items():
-                self._writer.add_scalar(key, value, self.iteration)
-            row = {"iteration": self.iteration, "total_steps": self.total_steps, "time": time.time(), **stats}
-            with open(Path(self.cfg.log_dir) / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(row) + "\n")
+        if self.cfg.log_dir:  # metrics.jsonl and TensorBoard; a full disk warns once (ppo_bootstrap.disk)
+            self._writer = self._writer or disk.RunLog(self.cfg.log_dir, lambda: self.last_checkpoint)
+            self._writer.write(self.iteration, self.total_steps, stats)
         if self.cfg.console:
             print(format_progress(self.iteration, final_iteration, self.total_steps, stats), flush=True)
 
@@ -413,7 +405,11 @@ class Runner:
         """
         if self.rank != 0:
             return
-        self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
+        try:
+            self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
+        except disk.RunWriteError as err:  # the disk refused it: say what is still there
+            err.add(f"the last checkpoint is {self.last_checkpoint or 'none written by this process'}")
+            raise
 
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
         """Restore a checkpoint, all or nothing.
@@ -609,14 +605,11 @@ def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:
 
     A run resumed from a checkpoint older than its last logged iteration logs those iterations
     again; the later row of an iteration is the one the resumed run continued from, so it wins.
+    A row cut off by a full disk or a killed writer is skipped, with a warning.
     Each row gains ``train_s``: the Runner's collection and update seconds summed up to and
     including it (start-up, kernel compilation and checkpoint writes are not in it).
     """
-    rows: dict[int, dict[str, float]] = {}
-    with open(Path(log_dir) / "metrics.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            rows[int(row["iteration"])] = row
+    rows = {int(row["iteration"]): row for row in disk.read_rows(Path(log_dir) / disk.METRICS)}  # torn rows skipped
     train_s = 0.0
     out = []
     for iteration in sorted(rows):

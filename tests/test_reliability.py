@@ -649,3 +649,115 @@ def test_fault_injection_finds_nothing_silent_or_unhelpful():
         assert not wrong, (label, wrong)
     recovered = [outcome for _, outcome, _ in rows[1][1]]
     assert faults.RECOVERED in recovered and faults.CLEAR in recovered
+
+
+# ---------------------------------------------------------------- the disk: full, failing, read-only, gone
+
+def _fault_injection():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fault_injection", os.path.join(ROOT, "scripts", "fault_injection.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _trained(log_dir, iterations=1):
+    runner = _small_runner(log_dir=log_dir, save_interval=1)
+    runner.learn(iterations)
+    return runner
+
+
+@pytest.mark.parametrize("code,at,free", [(28, "write", 0), (28, "write", 3000), (28, "write", 20000),
+                                          (5, "write", 7000), (5, "fsync", 0)],
+                         ids=["ENOSPC_at_0", "ENOSPC_at_3k", "ENOSPC_at_20k", "EIO_at_7k", "EIO_at_fsync"])
+def test_checkpoint_write_the_disk_refuses_stops_training_and_keeps_the_previous(tmp_path, code, at, free):
+    import errno
+
+    runner = _trained(tmp_path)  # model_1.pt
+    size = (tmp_path / "model_1.pt").stat().st_size
+    assert free < size  # the write is cut inside the file
+    with _fault_injection().FailingDisk(tmp_path, code, at=at, free=free, names=r"\.model_.*") as disk, \
+            pytest.raises(OSError) as err:
+        runner.learn(3)
+    assert disk.failures  # the write did meet the fault
+    message = _one_line_naming(err, tmp_path / "model_2.pt")
+    reason = {28: "No space left on device (ENOSPC)", 5: "Input/output error (EIO)"}[code]
+    assert reason in message and f"the last checkpoint is {tmp_path / 'model_1.pt'}" in message
+    assert err.value.errno == getattr(errno, errno.errorcode[code])
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["model_1.pt"]  # no torn model_2.pt
+    assert not list(tmp_path.glob(".*.tmp-*"))
+    assert checkpoint.read(tmp_path / "model_1.pt")["iteration"] == 1
+
+
+def test_metrics_on_a_full_disk_warn_once_keep_whole_rows_and_training_goes_on(tmp_path):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    size = (tmp_path / "metrics.jsonl").stat().st_size
+    # the first row of iteration 2 fits in part (the write is cut mid-row), then nothing fits
+    with _fault_injection().FailingDisk(tmp_path, free=size // 2, names="metrics.jsonl") as disk, \
+            pytest.warns(RuntimeWarning) as warned:
+        runner.learn(3)
+    lines = [str(w.message) for w in warned if "metrics.jsonl" in str(w.message)]
+    assert len(lines) == 1 and "No space left on device (ENOSPC)" in lines[0] and "iteration 2" in lines[0], lines
+    assert disk.failures == 3  # tried at each iteration, warned at the first
+    assert runner.iteration == 4 and (tmp_path / "model_4.pt").exists()  # training and checkpoints went on
+    text = (tmp_path / "metrics.jsonl").read_text()
+    assert len(text) == size and text.endswith("\n")  # cut back: no torn row
+    with pytest.warns(RuntimeWarning, match=r"written again from iteration 5; iterations 2-4 are missing"):
+        runner.learn(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing torn to skip
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 5]
+
+
+def test_a_torn_last_metrics_row_is_never_read_as_a_row(tmp_path):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"iteration": 2, "total_st')  # a writer killed mid-row, where the cut-back could not run
+    with pytest.warns(RuntimeWarning, match=r"skipped 1 torn line\(s\) \(line 2\)"):
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1]
+    runner.learn(1)  # the next row starts on a line of its own
+    with pytest.warns(RuntimeWarning, match="skipped 1 torn line"):
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 2]
+
+
+def test_tensorboard_on_a_full_disk_warns_once_and_stops_while_metrics_go_on(tmp_path, capfd):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    with _fault_injection().FailingDisk(tmp_path, 5, names="events.out.tfevents.*"), \
+            pytest.warns(RuntimeWarning) as warned:
+        runner.learn(3)
+    lines = [str(w.message) for w in warned]
+    assert len(lines) == 1 and "TensorBoard" in lines[0] and "Input/output error (EIO)" in lines[0], lines
+    assert "iteration 2" in lines[0] and str(tmp_path) in lines[0]
+    assert "Traceback" not in capfd.readouterr().err  # the writer thread's failure is not printed
+    assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 2, 3, 4]
+    assert runner.iteration == 4 and checkpoint.read(tmp_path / "model_4.pt")["iteration"] == 4
+
+
+@pytest.mark.parametrize("how", ["removed", "read_only"])
+def test_a_run_folder_that_vanishes_or_turns_read_only_stops_training_in_one_line(tmp_path, how):
+    import errno
+    import shutil
+
+    run = tmp_path / "run"
+    runner = _trained(run)
+    if how == "removed":
+        shutil.rmtree(run)
+        with pytest.raises(OSError) as err:
+            runner.learn(2)
+        assert not run.exists()  # nothing recreated it half-way
+        reason = "No such file or directory (ENOENT); it was removed or unmounted mid-run"
+    else:
+        with _fault_injection().FailingDisk(run, errno.EROFS, at="open"), pytest.raises(OSError) as err:
+            runner.learn(2)
+        reason = "Read-only file system (EROFS); it is no longer writable"
+        assert checkpoint.read(run / "model_1.pt")["iteration"] == 1
+    message = _one_line_naming(err, run)
+    assert message.startswith(f"run folder {run}: {reason}")
+    assert f"training stops at iteration 2, the last checkpoint is {run / 'model_1.pt'}" in message
