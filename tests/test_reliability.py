@@ -761,3 +761,60 @@ def test_a_run_folder_that_vanishes_or_turns_read_only_stops_training_in_one_lin
     message = _one_line_naming(err, run)
     assert message.startswith(f"run folder {run}: {reason}")
     assert f"training stops at iteration 2, the last checkpoint is {run / 'model_1.pt'}" in message
+
+
+# ---------------------------------------------------------------- one training per run folder
+
+HOLDING_ENV = """
+class HoldingEnv(TimeLimitEnv):
+    \"\"\"Says when it is inside learn (the run folder locked), then waits for its stdin to close.\"\"\"
+    steps = 0
+
+    def step(self, actions):
+        self.steps += 1
+        if self.steps == 12:  # iteration 1, after the warm-up rollout
+            print("inside learn", flush=True)
+            sys.stdin.readline()
+        return super().step(actions)
+"""
+
+
+def test_a_second_training_on_the_same_run_folder_refuses_and_a_dead_ones_lock_is_taken_over(tmp_path, capsys):
+    from ppo_bootstrap.run_dir import RunDirInUseError
+
+    code = _train_script(tmp_path, prelude=HOLDING_ENV, env_class="HoldingEnv", save_interval=1) + "runner.learn(3)\n"
+    first = subprocess.Popen([sys.executable, "-u", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for_line(first, "inside learn")  # the pipe says it holds the folder
+        second = _small_runner(log_dir=tmp_path, save_interval=1)
+        with pytest.raises(RunDirInUseError) as err:
+            second.learn(2)
+        message = str(err.value)
+        assert "\n" not in message and str(tmp_path) in message and f"pid {first.pid} " in message, message
+        assert second.iteration == 0 and not list(tmp_path.glob("model_*.pt"))  # nothing written, nothing trained
+    finally:
+        first.kill()  # dies holding the lock: the kernel drops it, its lock file stays
+        first.communicate(timeout=60)
+    assert f"pid={first.pid}" in (tmp_path / ".lock").read_text()
+    second.learn(2)
+    note = capsys.readouterr().out
+    assert note.count("took over the lock") == 1 and f"pid {first.pid} " in note and "no longer runs" in note
+    assert sorted(p.name for p in tmp_path.glob("model_*.pt")) == ["model_1.pt", "model_2.pt"]
+    assert not (tmp_path / ".lock").exists()  # released when learn returned
+
+
+def test_two_runners_of_one_process_do_not_share_a_run_folder_but_an_apps_lock_passes_to_its_runner(tmp_path, capsys):
+    from ppo_bootstrap import run_dir
+
+    first, second = _small_runner(log_dir=tmp_path), _small_runner(log_dir=tmp_path)
+    with run_dir.claim_run_dir(tmp_path, first), pytest.raises(run_dir.RunDirInUseError, match="another trainer"):
+        second.learn(1)
+    with run_dir.lock_run_dir(tmp_path) as lock:  # what examples/g1_walk.py takes before building the env
+        first.learn(1)  # trains under it
+        assert lock.held and lock.owner is first
+        with pytest.raises(run_dir.RunDirInUseError):
+            second.learn(1)
+    assert not lock.held and not (tmp_path / ".lock").exists()
+    second.learn(1)
+    assert "took over" not in capsys.readouterr().out  # locks released cleanly leave nothing to take over
