@@ -1,6 +1,6 @@
 """Checkpoint files: one place that writes them, reads and checks them, and rebuilds the policy they hold.
 
-A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iteration``,
+A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iteration``, ``env_device``,
 ``total_steps``, ``world_size``, ``policy`` (the :class:`ActorCritic` state dict), ``ppo``
 (optimizer and learning rate), ``config`` (the ``RunnerConfig`` as a dict), the observations,
 recurrent states, episode accumulators, env state and RNG states. A policy-only file (what
@@ -329,15 +329,28 @@ def is_full(ckpt: Mapping[str, Any]) -> bool:
     return "ppo" in ckpt
 
 
+def task_id(ckpt: Mapping[str, Any]) -> str | None:
+    """The registered task a checkpoint was trained on, where it records one (``task/id``)."""
+    task = ckpt.get("task")
+    return task.get("id") if isinstance(task, Mapping) else None
+
+
 def check_fits(path: str | os.PathLike, saved: Mapping[str, torch.Tensor], current: Mapping[str, torch.Tensor],
-               what: str) -> None:
-    """Raise :class:`CheckpointError` unless ``saved`` has exactly ``current``'s entries and shapes."""
+               what: str, tasks: tuple[str | None, str | None] = (None, None)) -> None:
+    """Raise :class:`CheckpointError` unless ``saved`` has exactly ``current``'s entries and shapes.
+
+    ``tasks``: the checkpoint's task id and this run's, where known; when both are and differ, the
+    message names them (the usual reason a network does not fit).
+    """
     resized = [f"{k} {tuple(saved[k].shape)} there, {tuple(v.shape)} here"
                for k, v in current.items() if k in saved and saved[k].shape != v.shape]
     missing = [k for k in current if k not in saved]
     unexpected = [k for k in saved if k not in current]
     parts = [f"{label}: {', '.join(names[:2])}{f' (+{len(names) - 2} more)' if len(names) > 2 else ''}"
              for label, names in (("shapes", resized), ("missing", missing), ("unexpected", unexpected)) if names]
+    if parts and None not in tasks and tasks[0] != tasks[1]:
+        raise CheckpointError(path, f"was trained on task {tasks[0]}, this run is task {tasks[1]}: its network does "
+                                    f"not fit {what} ({'; '.join(parts)})")
     if parts:
         raise CheckpointError(path, f"does not fit {what} ({'; '.join(parts)}): it was trained with another "
                                     "network or task configuration")

@@ -183,9 +183,9 @@ class RunLog:
         gone = not self.log_dir.is_dir()
         state = "it was removed or unmounted mid-run" if gone else "it is no longer writable"
         last = self._last_checkpoint()
+        kept = "none written by this process" if last is None else f"{last}{'' if last.exists() else ' (gone with it)'}"
         raise RunWriteError("run folder", self.log_dir, err,
-                            f"{state}; training stops at iteration {iteration}, the last checkpoint is "
-                            f"{last or 'none written by this process'}") from err
+                            f"{state}; training stops at iteration {iteration}, the last checkpoint is {kept}") from err
 
     def _write_tensorboard(self, iteration: int, stats: dict[str, float]) -> None:
         if self._tensorboard_off:

@@ -185,8 +185,15 @@ def lock_run_dir(run_dir: str | os.PathLike) -> RunDirLock:
     run_dir = Path(run_dir).resolve()
     if run_dir in _held:
         raise RunDirInUseError(f"run folder {run_dir} is in use by another trainer of this process")
-    run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_NAME
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return _lock(run_dir, path)
+    except OSError as err:
+        raise RunWriteError("run folder", run_dir, err, "it cannot be locked for training") from err
+
+
+def _lock(run_dir: Path, path: Path) -> RunDirLock:
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -384,6 +384,7 @@ class Runner:
             "total_steps": self.total_steps,
             "normalizers_warm": self.normalizers_warm,
             "world_size": self.world_size,
+            "env_device": str(self.env_device),  # a resume on another device type draws the envs anew
             "policy": self.policy.state_dict(),
             "ppo": self.alg.state_dict(),
             "config": dataclasses.asdict(self.cfg),
@@ -419,18 +420,19 @@ class Runner:
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
         """Restore a checkpoint, all or nothing.
 
-        Single process, saved by a single process: training continues exactly where it stopped
-        (RNG states, observations, recurrent states, and env state when the env provides
-        ``state_dict``/``load_state_dict``); that needs the same ``num_envs``. Any other world size,
-        before or now: the learning state (policy, normalizers, optimizer, learning rate, iteration)
-        is restored on every rank and the envs continue from their current state. A policy-only
+        Single process, saved by a single process, with the same task, env count, env device and
+        env model: training continues exactly where it stopped (RNG states, observations,
+        recurrent states, and env state when the env provides ``state_dict``/``load_state_dict``).
+        Where any of these differs (another world size or ``num_envs``, 4,096 GPU envs resumed as
+        64 CPU ones, an env whose ``check_state_dict`` refuses the saved state): the learning state
+        (policy, normalizers, optimizer, learning rate, iteration) is restored, the envs continue
+        from their current state, and one printed line says what differed. A policy-only
         checkpoint (``policy`` and ``config``, as ``docs/checkpoints`` ships) loads the network and
         the counters for fine-tuning with a fresh optimizer, and says so; envs and RNG go on as they are.
 
         Everything is checked before anything changes: the file (:func:`ppo_bootstrap.checkpoint.read`:
-        damage, checksum, NaN/inf), the network's shapes, the optimizer state, ``num_envs`` and the
-        observation groups, and the env state through the env's ``check_state_dict(state)`` where
-        it has one.
+        damage, checksum, NaN/inf), the network's shapes (a checkpoint of another task whose network
+        does not fit is named with both task ids), the optimizer state and the RNG states.
 
         Raises:
             FileNotFoundError: no file at ``path``.
@@ -438,11 +440,13 @@ class Runner:
                 runner, in one line naming it; the runner is unchanged.
         """
         ckpt = checkpoint.read(path, self.device)
-        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network")
+        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network",
+                              tasks=(checkpoint.task_id(ckpt), self.metadata.get("id")))
         if not checkpoint.is_full(ckpt):
             self._load_policy_only(path, ckpt)
             return
-        exact = ckpt.get("world_size", 1) == 1 and self.world_size == 1
+        differs = self._resume_differs(ckpt)
+        exact = differs is None
         try:
             if load_optimizer:
                 self.alg.check_state_dict(ckpt["ppo"])
@@ -461,6 +465,10 @@ class Runner:
         self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
         self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
         if not exact:
+            if self.rank == 0:
+                print(f"resumed {os.fspath(path)} without its env state ({differs}): the policy, normalizers"
+                      f"{', optimizer' if load_optimizer else ''} and iteration count continue, the envs start "
+                      "from their own state", flush=True)
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
@@ -476,21 +484,35 @@ class Runner:
         random.setstate(rng["python"])
         self.generator.set_state(rng["generator"].cpu())
 
-    def _check_resume(self, ckpt: dict[str, Any]) -> None:
-        """Raise ``ValueError`` unless ``ckpt`` can continue exactly on this env; changes nothing."""
+    def _resume_differs(self, ckpt: dict[str, Any]) -> str | None:
+        """What keeps ``ckpt`` from continuing exactly on this runner's env (``None``: nothing); changes nothing."""
+        saved_world, saved_task, now_task = ckpt.get("world_size", 1), checkpoint.task_id(ckpt), self.metadata.get("id")
+        if saved_world != 1 or self.world_size != 1:
+            return f"saved by {saved_world} process(es), this run has {self.world_size}"
+        if saved_task and now_task and saved_task != now_task:
+            return f"trained on {saved_task}, this run is {now_task}"
+        saved_device = ckpt.get("env_device")
+        if saved_device is not None and torch.device(saved_device).type != self.env_device.type:
+            return f"saved with envs on {saved_device}, this run's are on {self.env_device}"
         saved_envs, num_envs = ckpt["episode_return"].shape[0], self.env.num_envs
         if saved_envs != num_envs:
-            raise ValueError(f"it was saved with {saved_envs} envs, this env has {num_envs}: exact resume needs "
-                             "the same num_envs")
+            return f"saved with {saved_envs} envs, this run has {num_envs}"
         saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
         if saved != current:
-            raise ValueError(f"its observation groups {saved} differ from this env's {current}")
+            return f"its observation groups {saved} differ from this env's {current}"
+        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
+            try:
+                self.env.check_state_dict(ckpt["env"])
+            except ValueError as err:
+                return str(err)
+        return None
+
+    def _check_resume(self, ckpt: dict[str, Any]) -> None:
+        """Raise ``ValueError`` unless the RNG states of ``ckpt`` (whose settings match) can be restored."""
         rng = ckpt["rng"]
         for name, now in (("torch", torch.get_rng_state()), ("generator", self.generator.get_state())):
             if not torch.is_tensor(rng[name]) or rng[name].shape != now.shape:
                 raise ValueError(f"its {name} RNG state is malformed")
-        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
-            self.env.check_state_dict(ckpt["env"])
 
     def _load_policy_only(self, path: str | os.PathLike, ckpt: dict[str, Any]) -> None:
         self.policy.load_state_dict(ckpt["policy"])

@@ -745,22 +745,33 @@ def test_a_run_folder_that_vanishes_or_turns_read_only_stops_training_in_one_lin
     import errno
     import shutil
 
+    class RemovingEnv(TimeLimitEnv):
+        steps = 0
+
+        def step(self, actions):
+            self.steps += 1
+            if self.steps == 20 and how == "removed":  # in iteration 2: the warm-up and iteration 1 are 16 steps
+                shutil.rmtree(run)
+            return super().step(actions)
+
     run = tmp_path / "run"
-    runner = _trained(run)
+    env = RemovingEnv(num_envs=8, episode_length=10, privileged_dim=1, fall_probability=0.05, seed=3)
+    runner = _small_runner(env=env, log_dir=run, save_interval=1)
     if how == "removed":
-        shutil.rmtree(run)
         with pytest.raises(OSError) as err:
-            runner.learn(2)
+            runner.learn(3)
         assert not run.exists()  # nothing recreated it half-way
         reason = "No such file or directory (ENOENT); it was removed or unmounted mid-run"
     else:
+        runner.learn(1)
         with _fault_injection().FailingDisk(run, errno.EROFS, at="open"), pytest.raises(OSError) as err:
             runner.learn(2)
         reason = "Read-only file system (EROFS); it is no longer writable"
         assert checkpoint.read(run / "model_1.pt")["iteration"] == 1
     message = _one_line_naming(err, run)
     assert message.startswith(f"run folder {run}: {reason}")
-    assert f"training stops at iteration 2, the last checkpoint is {run / 'model_1.pt'}" in message
+    gone = " (gone with it)" if how == "removed" else ""
+    assert message.endswith(f"training stops at iteration 2, the last checkpoint is {run / 'model_1.pt'}{gone}")
 
 
 # ---------------------------------------------------------------- one training per run folder
@@ -818,3 +829,77 @@ def test_two_runners_of_one_process_do_not_share_a_run_folder_but_an_apps_lock_p
     assert not lock.held and not (tmp_path / ".lock").exists()
     second.learn(1)
     assert "took over" not in capsys.readouterr().out  # locks released cleanly leave nothing to take over
+
+
+# ---------------------------------------------------------------- resume across env counts, devices and tasks
+
+def _learning_state(runner) -> dict:
+    state = _flat_tensors({"policy": runner.policy.state_dict(), "optimizer": runner.alg.optimizer.state_dict()["state"]})
+    state["counters"] = torch.tensor([runner.iteration, runner.total_steps, runner.alg.learning_rate], dtype=torch.float64)
+    return state
+
+
+def _env_side(runner) -> dict:
+    return _flat_tensors({"obs": runner.obs, "env": runner.env.state_dict(),
+                          "episode": {"return": runner.episode_return, "length": runner.episode_length}})
+
+
+@pytest.mark.parametrize("saved_envs,envs", [(8, 3), (3, 8)])
+def test_resume_with_another_env_count_continues_the_learning_state_and_draws_the_envs_anew(
+        tmp_path, capsys, saved_envs, envs):
+    source = _small_runner(num_envs=saved_envs)
+    source.learn(2)
+    path = tmp_path / "model_2.pt"
+    source.save(path)
+    runner = _small_runner(num_envs=envs, seed=4)
+    envs_before = _env_side(runner)
+    capsys.readouterr()
+    runner.load(path)
+    note = capsys.readouterr().out.strip().splitlines()
+    assert len(note) == 1 and str(path) in note[0], note
+    assert f"saved with {saved_envs} envs, this run has {envs}" in note[0] and "start from their own state" in note[0]
+    expected = _learning_state(source)  # policy with its normalizers, Adam moments, lr, counters
+    got = _learning_state(runner)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert torch.equal(got[key], value), key
+    for key, value in envs_before.items():  # the envs go on from their own state
+        assert torch.equal(_env_side(runner)[key], value), key
+    runner.learn(1)
+    assert runner.iteration == 3 and runner.total_steps == source.total_steps + 8 * envs
+
+
+def test_a_checkpoint_saved_on_cuda_resumes_on_cpu(tmp_path, capsys):
+    source = _small_runner()
+    source.learn(1)
+    state = source.state_dict()
+    # what a CUDA run writes: env tensors and the env generator's state of a CUDA generator (16 bytes)
+    state["env_device"] = "cuda:0"
+    state["rng"]["cuda"] = [torch.zeros(16, dtype=torch.uint8)]
+    state["env"] = {**state["env"], "generator": torch.zeros(16, dtype=torch.uint8)}
+    path = tmp_path / "model_1.pt"
+    checkpoint.save_atomic(state, path)
+    runner = _small_runner(seed=4)  # the same 8 envs, on the CPU
+    runner.load(path)
+    note = capsys.readouterr().out
+    assert "saved with envs on cuda:0, this run's are on cpu" in note and note.count("\n") == 1
+    for key, value in _learning_state(source).items():
+        assert torch.equal(_learning_state(runner)[key], value), key
+    runner.learn(1)
+    assert runner.iteration == 2
+
+
+def test_a_checkpoint_of_another_task_names_both_tasks_in_one_line(tmp_path):
+    source = _small_runner()
+    source.metadata = {"id": "Task-A-v0"}
+    path = tmp_path / "model_0.pt"
+    source.save(path)
+    env = TimeLimitEnv(num_envs=8, episode_length=10, obs_dim=6, privileged_dim=1)
+    runner = _small_runner(env=env, seed=4)
+    runner.metadata = {"id": "Task-B-v0"}
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    message = _one_line_naming(err, path)
+    assert "was trained on task Task-A-v0, this run is task Task-B-v0" in message and "actor" in message
+    _assert_unchanged(runner, before)
