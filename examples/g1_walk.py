@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, RunDirInUseError, OSError) as err:
+    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, RunDirInUseError, OSError,
+            distributed.RankMismatchError) as err:
         if debug:
             raise
         raise SystemExit(f"error: {one_line(err)}") from None

@@ -30,6 +30,7 @@ from isaac_adapter.tasks.g1_walk.config import (
     stored_config,
     walk_config,
 )
+from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
 SHIPPED = str(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_clock_it1296.pt")
 OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded neither is read with
@@ -37,8 +38,9 @@ OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded n
 
 def trained_env(ckpt: dict) -> dict:
     """The env config a shipped checkpoint recorded, with the feet's collider it trained by: every
-    one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``)."""
-    return {**LEGACY_BACKEND, **ckpt["task"]["env"]}
+    one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``),
+    and predates ``randomization``, so trained without any (its default, off)."""
+    return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:
@@ -109,7 +111,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 def test_presets_and_the_smooth_gait_weights() -> None:
     assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast", "clock_fast_v1",
-                            "clock_fast_v2"}
+                            "clock_fast_v2", "robust"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -134,7 +136,8 @@ def test_registry_ids_and_presets() -> None:
     assert registry.get_task("G1-Walk-Clock-Fast-v0").config_preset == "clock_fast"
     assert registry.get_task("G1-Walk-Clock-Fast-v1").config_preset == "clock_fast_v1"
     assert registry.get_task("G1-Walk-Clock-Fast-v2").config_preset == "clock_fast_v2"
-    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2"}
+    assert registry.get_task("G1-Walk-Robust-v0").config_preset == "robust"
+    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2", "G1-Walk-Robust-v0"}
     assert all(spec.agent == registry.FAST_AGENT for spec in registry.TASKS.values() if spec.id in fast)
     assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast)
     assert registry.get_task("G1-Walk-v0").config_preset == "default"

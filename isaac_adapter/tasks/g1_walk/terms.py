@@ -164,6 +164,16 @@ def policy_obs(
     return torch.cat([x if scales[name] == 1.0 else x * scales[name] for name, x in zip(POLICY_OBS_TERMS, raw)], dim=-1)
 
 
+def policy_term_widths(num_joints: int, clock: bool) -> dict[str, int]:
+    """The columns of each term of the policy observation, in its order: :func:`policy_obs`'s terms,
+    then the gait clock's (:func:`clock_obs`) when on. Keys are ``randomization.POLICY_TERMS``."""
+    widths = {"ang_vel": 3, "gravity": 3, "command": 3, "joint_pos": num_joints, "joint_vel": num_joints,
+              "last_action": num_joints}
+    if clock:
+        widths["clock"] = 2
+    return widths
+
+
 def gait_phase(episode_step: torch.Tensor, dt: float, period_s: float) -> torch.Tensor:
     """Phase of the gait clock ``[N]`` in ``[0, 1)``: 0 at every episode start, one cycle per ``period_s``."""
     return torch.remainder(episode_step.to(torch.float32) * (dt / period_s), 1.0)
