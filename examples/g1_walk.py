@@ -42,7 +42,10 @@ import torch  # noqa: E402
 
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, checkpoint, distributed  # noqa: E402
 from ppo_bootstrap.overrides import OverrideError, apply_overrides  # noqa: E402
-from ppo_bootstrap.run_dir import find_checkpoint, new_run_dir, write_git_state, write_params  # noqa: E402
+from ppo_bootstrap.disk import RunWriteError, describe  # noqa: E402
+from ppo_bootstrap.run_dir import (  # noqa: E402
+    RunDirInUseError, find_checkpoint, lock_run_dir, new_run_dir, write_git_state, write_params,
+)
 
 from isaac_adapter.tasks import registry  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
@@ -156,11 +159,18 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError,
+    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, RunDirInUseError, OSError,
             distributed.RankMismatchError) as err:
         if debug:
             raise
-        raise SystemExit(f"error: {err}") from None
+        raise SystemExit(f"error: {one_line(err)}") from None
+
+
+def one_line(err: BaseException) -> str:
+    """An error as one line; an OS error by its file and the OS's reason (``No space left on device (ENOSPC)``)."""
+    if isinstance(err, OSError) and not isinstance(err, (FileNotFoundError, RunWriteError)) and err.filename:
+        return f"{err.filename}: {describe(err)}"
+    return str(err)
 
 
 def run(argv: list[str]) -> Runner | None:
@@ -241,6 +251,8 @@ def train(args: argparse.Namespace) -> Runner:
     num_envs = args.num_envs or (4096 if on_gpu else 64)
     iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
     rank = distributed.rank()
+    # a run folder another training writes is refused before the env is built (the Runner would refuse it later)
+    lock = lock_run_dir(args.log_dir) if args.log_dir and rank == 0 else None
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     if args.tf32:
@@ -283,7 +295,7 @@ def train(args: argparse.Namespace) -> Runner:
     log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
         log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)
-        log_dir.mkdir(parents=True, exist_ok=True)
+        lock = lock or lock_run_dir(log_dir)  # held until the process ends; the Runner trains under it
         write_params(log_dir, {"task": spec.id, "sim": sim, "device": env_device, **registry.env_params(env)},
                      dataclasses.asdict(cfg))
         write_git_state(log_dir)
@@ -326,7 +338,7 @@ def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: in
 
 def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
     """After training: export the policy, judge it on the training env, say what was written where."""
-    written = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))[-1:]
+    written = [runner.last_checkpoint] if runner.last_checkpoint else []  # this run's, not an older one in the folder
     exported = export(runner, env, spec, log_dir / "exported")
     verdict = None
     if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):

@@ -1,6 +1,6 @@
 """Checkpoint files: one place that writes them, reads and checks them, and rebuilds the policy they hold.
 
-A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iteration``,
+A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iteration``, ``env_device``,
 ``total_steps``, ``world_size``, ``policy`` (the :class:`ActorCritic` state dict), ``ppo``
 (optimizer and learning rate), ``config`` (the ``RunnerConfig`` as a dict), the observations,
 recurrent states, episode accumulators, env state and RNG states. A policy-only file (what
@@ -18,6 +18,9 @@ converts it (:mod:`ppo_bootstrap.rsl_rl`).
   incomplete one, a checksum mismatch, NaN or inf, a network of another shape) raises
   :class:`CheckpointError`, one line naming the file and the problem. A missing file stays a
   ``FileNotFoundError``.
+* Disk errors: a write the disk refuses (full, failing, read-only) raises
+  :class:`~ppo_bootstrap.disk.RunWriteError`, one line naming the file and the reason
+  (``No space left on device (ENOSPC)``), and leaves nothing of it behind.
 * Temporaries: a write goes through ``.<name>.tmp-<pid>`` beside the target; those that killed
   writers left are removed at the next save (:func:`remove_stale_temporaries`), never one that a
   live process is writing.
@@ -37,6 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ppo_bootstrap.disk import ErrorKeepingFile, RunWriteError
 from ppo_bootstrap.env import ObsGroups, POLICY, critic_obs
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 
@@ -66,24 +70,38 @@ def save_atomic(state: dict[str, Any], path: str | os.PathLike) -> Path:
 
     Raises:
         CheckpointError: a policy or optimizer tensor holds NaN or inf (nothing is written).
+        ~ppo_bootstrap.disk.RunWriteError: the disk refused the write (full, failing, read-only):
+            one line naming ``path`` and the reason; no file of it is left.
     """
     path = Path(path)
     bad = first_non_finite(_learned_tensors(state))
     if bad is not None:
         raise CheckpointError(path, f"not written: tensor {bad} holds NaN or inf")
     state = {**state, CHECKSUM: checksum(state)}
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise RunWriteError("checkpoint", path, err, "not written: its folder cannot be made") from err
     remove_stale_temporaries(path.parent)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     _writing.add(tmp)
+    stream = None
     try:
         with open(tmp, "wb") as f:
-            torch.save(state, f)
+            stream = ErrorKeepingFile(f)
+            torch.save(state, stream)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:  # an error or a signal's exit mid-write: no temporary stays behind
-        tmp.unlink(missing_ok=True)
+    except BaseException as err:  # an error or a signal's exit mid-write: no temporary stays behind
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # the folder went away or turned read-only: the write's own error says it
+            pass
+        # torch's zip writer reports a failed write as a RuntimeError without the OS's reason
+        cause = err if isinstance(err, OSError) else getattr(stream, "error", None)
+        if cause is not None:
+            raise RunWriteError("checkpoint", path, cause, "not written, nothing of it is left") from err
         raise
     finally:
         _writing.discard(tmp)
@@ -113,7 +131,7 @@ def remove_stale_temporaries(directory: str | os.PathLike) -> list[Path]:
         try:
             path.unlink()
             removed.append(path)
-        except FileNotFoundError:  # another process cleaned it first
+        except OSError:  # another process cleaned it first, or the folder turned read-only (the write says so)
             pass
     return removed
 
@@ -331,15 +349,28 @@ def is_full(ckpt: Mapping[str, Any]) -> bool:
     return "ppo" in ckpt
 
 
+def task_id(ckpt: Mapping[str, Any]) -> str | None:
+    """The registered task a checkpoint was trained on, where it records one (``task/id``)."""
+    task = ckpt.get("task")
+    return task.get("id") if isinstance(task, Mapping) else None
+
+
 def check_fits(path: str | os.PathLike, saved: Mapping[str, torch.Tensor], current: Mapping[str, torch.Tensor],
-               what: str) -> None:
-    """Raise :class:`CheckpointError` unless ``saved`` has exactly ``current``'s entries and shapes."""
+               what: str, tasks: tuple[str | None, str | None] = (None, None)) -> None:
+    """Raise :class:`CheckpointError` unless ``saved`` has exactly ``current``'s entries and shapes.
+
+    ``tasks``: the checkpoint's task id and this run's, where known; when both are and differ, the
+    message names them (the usual reason a network does not fit).
+    """
     resized = [f"{k} {tuple(saved[k].shape)} there, {tuple(v.shape)} here"
                for k, v in current.items() if k in saved and saved[k].shape != v.shape]
     missing = [k for k in current if k not in saved]
     unexpected = [k for k in saved if k not in current]
     parts = [f"{label}: {', '.join(names[:2])}{f' (+{len(names) - 2} more)' if len(names) > 2 else ''}"
              for label, names in (("shapes", resized), ("missing", missing), ("unexpected", unexpected)) if names]
+    if parts and None not in tasks and tasks[0] != tasks[1]:
+        raise CheckpointError(path, f"was trained on task {tasks[0]}, this run is task {tasks[1]}: its network does "
+                                    f"not fit {what} ({'; '.join(parts)})")
     if parts:
         raise CheckpointError(path, f"does not fit {what} ({'; '.join(parts)}): it was trained with another "
                                     "network or task configuration")

@@ -100,12 +100,16 @@ def on_device(tensor: torch.Tensor, device: str | torch.device) -> bool:
 
 def check_actions(
     actions: torch.Tensor, num_envs: int, num_actions: int, device: torch.device, finite: bool = True
-) -> None:
-    """Raise ``ValueError`` naming the problem unless ``actions`` is a finite float ``[N, A]`` tensor on ``device``.
+) -> torch.Tensor:
+    """``actions`` detached from autograd, once checked; raise ``ValueError`` naming the problem
+    unless they are a finite float ``[N, A]`` tensor on ``device``.
 
-    Envs call this first in ``step``, so a wrong action never reaches the physics (a ``[1, A]``
-    tensor would otherwise broadcast silently to every env). The finiteness check (``finite``) is
-    the only part that costs a host synchronisation.
+    Envs call this first in ``step`` and step on what it returns, so a wrong action never reaches
+    the physics (a ``[1, A]`` tensor would otherwise broadcast silently to every env), and a policy
+    output taken outside ``torch.no_grad`` steps exactly as the same values without grad (the
+    physics never differentiates through a step; in-place and ``out=`` writes of such a tensor would
+    fail half-way through it). The finiteness check (``finite``) is the only part that costs a host
+    synchronisation.
     """
     if not isinstance(actions, torch.Tensor):
         raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
@@ -115,8 +119,10 @@ def check_actions(
         raise ValueError(f"actions must be a floating-point tensor, got dtype {actions.dtype}")
     if not on_device(actions, device):
         raise ValueError(f"actions must be on the env's device {device}, got {actions.device}")
+    actions = actions.detach()
     if not finite:
-        return
+        return actions
     bad = ~torch.isfinite(actions).all(-1)
     if bad.any():
         raise ValueError(f"actions have NaN or inf for env ids {torch.nonzero(bad).flatten().tolist()}")
+    return actions

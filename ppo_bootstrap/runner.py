@@ -6,7 +6,6 @@ import collections
 import ctypes
 import dataclasses
 import functools
-import json
 import math
 import os
 import random
@@ -22,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ppo_bootstrap import checkpoint, distributed
+from ppo_bootstrap import checkpoint, disk, distributed, run_dir
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
 from ppo_bootstrap.episode import (
     FlagWatch,
@@ -299,10 +298,14 @@ class Runner:
         signal number (130 for SIGINT, 143 for SIGTERM). A library (a simulator's runtime) that
         replaces the handler, in Python or in native code, is overruled at the next iteration with
         a warning naming it. Temporaries that killed checkpoint writes left in ``log_dir`` are
-        removed at the start.
+        removed at the start. The run folder is locked while ``learn`` runs
+        (:func:`ppo_bootstrap.run_dir.claim_run_dir`).
 
         Raises:
             ValueError: no ``iterations`` and no ``cfg.max_iterations``.
+            ~ppo_bootstrap.run_dir.RunDirInUseError: another live training writes ``log_dir``.
+            ~ppo_bootstrap.disk.RunWriteError: the disk refused a checkpoint, or the run folder
+                vanished or turned read-only (log writes on a full disk only warn).
             FloatingPointError: an update left NaN or inf in the policy or its losses; names the
                 tensor or loss. Nothing of that update is saved.
         """
@@ -316,7 +319,8 @@ class Runner:
         started = time.perf_counter()
         if self.cfg.log_dir and self.rank == 0:
             checkpoint.remove_stale_temporaries(self.cfg.log_dir)
-        with _StopOnSignal(lambda: self.last_checkpoint) as stop:
+        folder = self.cfg.log_dir if self.rank == 0 else None  # one training per run folder: a second one refuses
+        with _StopOnSignal(lambda: self.last_checkpoint) as stop, run_dir.claim_run_dir(folder, self):
             stopped = False
             if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()
@@ -396,16 +400,9 @@ class Runner:
     def _log(self, stats: dict[str, float], final_iteration: int) -> None:
         if self.rank != 0:
             return
-        if self.cfg.log_dir:
-            if self._writer is None:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(log_dir=self.cfg.log_dir)
-            for key, value in stats.items():
-                self._writer.add_scalar(key, value, self.iteration)
-            row = {"iteration": self.iteration, "total_steps": self.total_steps, "time": time.time(), **stats}
-            with open(Path(self.cfg.log_dir) / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(row) + "\n")
+        if self.cfg.log_dir:  # metrics.jsonl and TensorBoard; a full disk warns once (ppo_bootstrap.disk)
+            self._writer = self._writer or disk.RunLog(self.cfg.log_dir, lambda: self.last_checkpoint)
+            self._writer.write(self.iteration, self.total_steps, stats)
         if self.cfg.console:
             print(format_progress(self.iteration, final_iteration, self.total_steps, stats), flush=True)
 
@@ -417,6 +414,7 @@ class Runner:
             "total_steps": self.total_steps,
             "normalizers_warm": self.normalizers_warm,
             "world_size": self.world_size,
+            "env_device": str(self.env_device),  # a resume on another device type draws the envs anew
             "policy": self.policy.state_dict(),
             "ppo": self.alg.state_dict(),
             "config": dataclasses.asdict(self.cfg),
@@ -443,23 +441,28 @@ class Runner:
         """
         if self.rank != 0:
             return
-        self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
+        try:
+            self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
+        except disk.RunWriteError as err:  # the disk refused it: say what is still there
+            err.add(f"the last checkpoint is {self.last_checkpoint or 'none written by this process'}")
+            raise
 
     def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
         """Restore a checkpoint, all or nothing.
 
-        Single process, saved by a single process: training continues exactly where it stopped
-        (RNG states, observations, recurrent states, and env state when the env provides
-        ``state_dict``/``load_state_dict``); that needs the same ``num_envs``. Any other world size,
-        before or now: the learning state (policy, normalizers, optimizer, learning rate, iteration)
-        is restored on every rank and the envs continue from their current state. A policy-only
+        Single process, saved by a single process, with the same task, env count, env device and
+        env model: training continues exactly where it stopped (RNG states, observations,
+        recurrent states, and env state when the env provides ``state_dict``/``load_state_dict``).
+        Where any of these differs (another world size or ``num_envs``, 4,096 GPU envs resumed as
+        64 CPU ones, an env whose ``check_state_dict`` refuses the saved state): the learning state
+        (policy, normalizers, optimizer, learning rate, iteration) is restored, the envs continue
+        from their current state, and one printed line says what differed. A policy-only
         checkpoint (``policy`` and ``config``, as ``docs/checkpoints`` ships) loads the network and
         the counters for fine-tuning with a fresh optimizer, and says so; envs and RNG go on as they are.
 
         Everything is checked before anything changes: the file (:func:`ppo_bootstrap.checkpoint.read`:
-        damage, checksum, NaN/inf), the network's shapes, the optimizer state, ``num_envs`` and the
-        observation groups, and the env state through the env's ``check_state_dict(state)`` where
-        it has one.
+        damage, checksum, NaN/inf), the network's shapes (a checkpoint of another task whose network
+        does not fit is named with both task ids), the optimizer state and the RNG states.
 
         Raises:
             FileNotFoundError: no file at ``path``.
@@ -470,11 +473,13 @@ class Runner:
         if checkpoint.is_rsl_rl(ckpt):
             self._load_rsl_rl(path, ckpt, load_optimizer)
             return
-        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network")
+        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network",
+                              tasks=(checkpoint.task_id(ckpt), self.metadata.get("id")))
         if not checkpoint.is_full(ckpt):
             self._load_policy_only(path, ckpt)
             return
-        exact = ckpt.get("world_size", 1) == 1 and self.world_size == 1
+        differs = self._resume_differs(ckpt)
+        exact = differs is None
         try:
             if load_optimizer:
                 self.alg.check_state_dict(ckpt["ppo"])
@@ -493,6 +498,10 @@ class Runner:
         self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
         self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
         if not exact:
+            if self.rank == 0:
+                print(f"resumed {os.fspath(path)} without its env state ({differs}): the policy, normalizers"
+                      f"{', optimizer' if load_optimizer else ''} and iteration count continue, the envs start "
+                      "from their own state", flush=True)
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
@@ -508,21 +517,35 @@ class Runner:
         random.setstate(rng["python"])
         self.generator.set_state(rng["generator"].cpu())
 
-    def _check_resume(self, ckpt: dict[str, Any]) -> None:
-        """Raise ``ValueError`` unless ``ckpt`` can continue exactly on this env; changes nothing."""
+    def _resume_differs(self, ckpt: dict[str, Any]) -> str | None:
+        """What keeps ``ckpt`` from continuing exactly on this runner's env (``None``: nothing); changes nothing."""
+        saved_world, saved_task, now_task = ckpt.get("world_size", 1), checkpoint.task_id(ckpt), self.metadata.get("id")
+        if saved_world != 1 or self.world_size != 1:
+            return f"saved by {saved_world} process(es), this run has {self.world_size}"
+        if saved_task and now_task and saved_task != now_task:
+            return f"trained on {saved_task}, this run is {now_task}"
+        saved_device = ckpt.get("env_device")
+        if saved_device is not None and torch.device(saved_device).type != self.env_device.type:
+            return f"saved with envs on {saved_device}, this run's are on {self.env_device}"
         saved_envs, num_envs = ckpt["episode_return"].shape[0], self.env.num_envs
         if saved_envs != num_envs:
-            raise ValueError(f"it was saved with {saved_envs} envs, this env has {num_envs}: exact resume needs "
-                             "the same num_envs")
+            return f"saved with {saved_envs} envs, this run has {num_envs}"
         saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
         if saved != current:
-            raise ValueError(f"its observation groups {saved} differ from this env's {current}")
+            return f"its observation groups {saved} differ from this env's {current}"
+        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
+            try:
+                self.env.check_state_dict(ckpt["env"])
+            except ValueError as err:
+                return str(err)
+        return None
+
+    def _check_resume(self, ckpt: dict[str, Any]) -> None:
+        """Raise ``ValueError`` unless the RNG states of ``ckpt`` (whose settings match) can be restored."""
         rng = ckpt["rng"]
         for name, now in (("torch", torch.get_rng_state()), ("generator", self.generator.get_state())):
             if not torch.is_tensor(rng[name]) or rng[name].shape != now.shape:
                 raise ValueError(f"its {name} RNG state is malformed")
-        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
-            self.env.check_state_dict(ckpt["env"])
 
     def _load_rsl_rl(self, path: str | os.PathLike, ckpt: dict[str, Any], load_optimizer: bool) -> None:
         from ppo_bootstrap import rsl_rl
@@ -665,14 +688,11 @@ def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:
 
     A run resumed from a checkpoint older than its last logged iteration logs those iterations
     again; the later row of an iteration is the one the resumed run continued from, so it wins.
+    A row cut off by a full disk or a killed writer is skipped, with a warning.
     Each row gains ``train_s``: the Runner's collection and update seconds summed up to and
     including it (start-up, kernel compilation and checkpoint writes are not in it).
     """
-    rows: dict[int, dict[str, float]] = {}
-    with open(Path(log_dir) / "metrics.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            rows[int(row["iteration"])] = row
+    rows = {int(row["iteration"]): row for row in disk.read_rows(Path(log_dir) / disk.METRICS)}  # torn rows skipped
     train_s = 0.0
     out = []
     for iteration in sorted(rows):

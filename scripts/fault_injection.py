@@ -13,9 +13,12 @@ a message that does not say what is wrong).
 from __future__ import annotations
 
 import argparse
+import builtins
 import dataclasses
+import errno
 import io
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -316,6 +319,94 @@ def damaged_checkpoints(flips: int) -> list[tuple[str, str, str]]:
             same = loaded["tensors"] == original["tensors"] and loaded["other"] == original["other"]
             out.append((name, IDENTICAL if same else SILENT, "loaded"))
     return out
+
+
+# ------------------------------------------------------------------ a failing disk
+class FailingDisk:
+    """Makes this process's writes to files under ``root`` whose name matches ``names`` fail as a
+    full or failing disk does, while the context is active.
+
+    ``at="write"``: ``free`` more bytes are taken, then a write raises ``OSError(code)`` (the write
+    that crosses the limit stores what fits first, as the kernel does); ``at="fsync"``: the fsync
+    of such a file raises; ``at="open"``: opening one for writing raises (a read-only or vanished
+    folder). Covers ``open`` / ``io.open`` (checkpoints, ``metrics.jsonl``, TensorBoard's event
+    writer) and ``os.fsync``.
+    """
+
+    def __init__(self, root: str | os.PathLike, code: int = errno.ENOSPC, at: str = "write", free: int = 0,
+                 names: str = ".*") -> None:
+        self.root, self.code, self.at, self.free = os.path.realpath(root), code, at, free
+        self.names = re.compile(names)
+        self.failures = 0
+        self._fds: set[int] = set()
+        self._saved: list[tuple[object, str, object]] = []
+
+    def error(self) -> OSError:
+        self.failures += 1
+        return OSError(self.code, os.strerror(self.code))
+
+    def _covers(self, file, mode: str) -> bool:
+        if not isinstance(file, (str, bytes, os.PathLike)) or not any(c in mode for c in "wax+"):
+            return False
+        path = os.path.realpath(os.fsdecode(file))  # TensorBoard's writer opens by bytes
+        return path.startswith(self.root + os.sep) and bool(self.names.fullmatch(os.path.basename(path)))
+
+    def __enter__(self) -> "FailingDisk":
+        real_open, real_fsync = builtins.open, os.fsync
+        disk = self
+
+        class LimitedFile:
+            def __init__(self, f):
+                self._f = f
+
+            def write(self, data):
+                size = len(memoryview(data).cast("B")) if not isinstance(data, str) else len(data.encode())
+                if disk.at == "write" and size > disk.free:
+                    if disk.free:
+                        self._f.write(memoryview(data).cast("B")[:disk.free] if not isinstance(data, str)
+                                      else data.encode()[:disk.free].decode(errors="ignore"))
+                        self._f.flush()
+                        disk.free = 0
+                    raise disk.error()
+                disk.free -= size if disk.at == "write" else 0
+                return self._f.write(data)
+
+            def __getattr__(self, name):
+                return getattr(self._f, name)
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self._f.__exit__(*exc)
+
+            def __iter__(self):
+                return iter(self._f)
+
+        def failing_open(file, mode="r", *args, **kwargs):
+            if not disk._covers(file, mode):
+                return real_open(file, mode, *args, **kwargs)
+            if disk.at == "open":
+                raise disk.error()
+            f = real_open(file, mode, *args, **kwargs)
+            disk._fds.add(f.fileno())
+            return LimitedFile(f)
+
+        def failing_fsync(fd):
+            if disk.at == "fsync" and fd in disk._fds:
+                raise disk.error()
+            return real_fsync(fd)
+
+        for owner, name, value in ((builtins, "open", failing_open), (io, "open", failing_open),
+                                   (os, "fsync", failing_fsync)):
+            self._saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, value)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, value in reversed(self._saved):
+            setattr(owner, name, value)
+        self._saved.clear()
 
 
 # ------------------------------------------------------------------ table

@@ -276,6 +276,31 @@ def test_outputs_are_not_env_buffers():
     assert res.reward.tolist() == [0.0, -1.0, -2.0, -3.0]  # x after the step, before resets
 
 
+class ActionBufferEnv(FakeIsaacLabEnv):
+    """Writes the actions into its own buffer in place and then through ``torch.where(..., out=)``,
+    as Isaac Lab's action terms do; both fail half-way through a step on a tensor that requires grad."""
+
+    def step(self, action):
+        self.raw_actions = getattr(self, "raw_actions", torch.zeros(self.num_envs, 2))
+        self.raw_actions[:] = action
+        torch.where(self.raw_actions > 0.5, torch.tensor(0.5), self.raw_actions, out=self.raw_actions)
+        return super().step(action)
+
+
+@pytest.mark.parametrize("clip", [None, 0.3])
+def test_actions_that_require_grad_reach_the_simulator_detached(clip):
+    env = ActionBufferEnv()
+    venv = IsaacLabVecEnv(env, clip_actions=clip)
+    venv.reset()
+    weight = torch.ones(2, requires_grad=True)
+    actions = torch.tensor([[0.1, 0.9], [-0.2, 0.4], [1.0, -1.0], [0.0, 0.6]])
+    venv.step(actions * weight)
+    expected = {None: [[0.1, 0.5], [-0.2, 0.4], [0.5, -1.0], [0.0, 0.5]],  # the env's own cap at 0.5
+                0.3: [[0.1, 0.3], [-0.2, 0.3], [0.3, -0.3], [0.0, 0.3]]}[clip]  # the adapter's clamp first
+    assert not env.raw_actions.requires_grad
+    torch.testing.assert_close(env.raw_actions, torch.tensor(expected))
+
+
 def test_obs_groups_mapping_and_errors():
     env = FakeIsaacLabEnv()
     venv = IsaacLabVecEnv(env, obs_groups={"policy": "critic"})

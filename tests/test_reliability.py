@@ -197,13 +197,36 @@ def _time_limit_env():
     return TimeLimitEnv(num_envs=3, episode_length=5)
 
 
-@pytest.mark.parametrize("make_env", [_time_limit_env, _g1_env], ids=["time_limit", "g1"])
+def _gymnasium_env():
+    """Gymnasium's Pendulum, 3 copies through the adapter; its state is each pendulum's angle and velocity."""
+    gym = pytest.importorskip("gymnasium")
+    import numpy as np
+
+    from isaac_adapter.adapters import GymnasiumVecEnv
+
+    class PendulumVecEnv(GymnasiumVecEnv):
+        def reset(self):
+            obs, _ = self.env.reset(seed=0)
+            return self._groups(obs)
+
+        def state_dict(self):
+            return {"state": np.stack([e.unwrapped.state for e in self.env.envs])}
+
+    return PendulumVecEnv(gym.make_vec("Pendulum-v1", num_envs=3, vectorization_mode="sync"))
+
+
+ENVS = pytest.mark.parametrize("make_env", [_time_limit_env, _g1_env, _gymnasium_env],
+                               ids=["time_limit", "g1", "gymnasium"])
+
+
+@ENVS
 @pytest.mark.parametrize(
     "bad,message",
     [(lambda n, a: torch.zeros(1, a), r"actions must have shape \(3, \d+\), got \(1, \d+\)"),
      (lambda n, a: torch.zeros(n, a, dtype=torch.long), "actions must be a floating-point tensor"),
      (lambda n, a: torch.zeros(n, a, device="meta"), "actions must be on the env's device cpu, got meta"),
-     (lambda n, a: torch.zeros(n, a).index_fill_(0, torch.tensor([2]), float("nan")), r"NaN or inf for env ids \[2\]")],
+     (lambda n, a: torch.zeros(n, a).index_fill_(0, torch.tensor([2]), float("nan")).requires_grad_(),
+      r"NaN or inf for env ids \[2\]")],
     ids=["shape", "dtype", "device", "nan"],
 )
 def test_bad_actions_are_rejected_before_the_physics_moves(make_env, bad, message):
@@ -216,6 +239,28 @@ def test_bad_actions_are_rejected_before_the_physics_moves(make_env, bad, messag
     after = _flat_tensors(env.state_dict())
     for key, value in before.items():  # nothing moved
         assert torch.equal(after[key], value), key
+
+
+@ENVS
+def test_actions_that_require_grad_step_exactly_as_the_same_values_without(make_env):
+    """A policy output taken outside ``torch.no_grad``: accepted, and the physics is bit-identical
+    to a twin env stepped with the same values as a plain tensor."""
+    plain, graded = make_env(), make_env()
+    plain.reset()
+    graded.reset()
+    g = torch.Generator().manual_seed(5)
+    weight = torch.ones(plain.num_actions, requires_grad=True)  # a "policy" whose output carries a graph
+    for t in range(4):
+        actions = torch.randn(plain.num_envs, plain.num_actions, generator=g).clamp(-1, 1)
+        with_grad = actions * weight
+        assert with_grad.requires_grad
+        a, b = plain.step(actions), graded.step(with_grad)
+        assert torch.equal(a.reward, b.reward) and not b.reward.requires_grad, t
+        for group, value in a.obs.items():
+            assert torch.equal(b.obs[group], value) and not b.obs[group].requires_grad, (t, group)
+    for key, value in _flat_tensors(plain.state_dict()).items():
+        assert torch.equal(_flat_tensors(graded.state_dict())[key], value), key
+    assert weight.grad is None
 
 
 def _flat_tensors(state, prefix=""):
@@ -362,30 +407,36 @@ def test_checkpoint_of_another_policy_size_is_refused_and_changes_nothing(tmp_pa
     _assert_unchanged(runner, before)
 
 
-def test_checkpoint_of_another_num_envs_is_refused_naming_both_sizes(tmp_path):
+def test_checkpoint_of_another_num_envs_resumes_without_its_env_state_naming_both_sizes(tmp_path, capsys):
     path = tmp_path / "sixteen.pt"
-    _small_runner(num_envs=16).save(path)
-    runner = _small_runner(num_envs=8)
-    before = _runner_state(runner)
-    with pytest.raises(ValueError) as err:
-        runner.load(path)
-    message = _one_line_naming(err, path)
-    assert "16 envs" in message and "8" in message.split("16 envs", 1)[1]
-    _assert_unchanged(runner, before)
+    source = _small_runner(num_envs=16)
+    source.save(path)
+    runner = _small_runner(num_envs=8, seed=4)
+    envs_before = _env_side(runner)
+    runner.load(path)
+    assert "without its env state (saved with 16 envs, this run has 8)" in capsys.readouterr().out
+    for key, value in envs_before.items():
+        assert torch.equal(_env_side(runner)[key], value), key
 
 
-@pytest.mark.parametrize("other", [dict(num_envs=4), dict(num_envs=3, decimation=2)], ids=["num_envs", "decimation"])
-def test_g1_checkpoint_of_another_env_configuration_changes_nothing(tmp_path, other):
+@pytest.mark.parametrize("other,reason", [(dict(num_envs=4), "saved with 3 envs, this run has 4"),
+                                          (dict(num_envs=3, decimation=2), "env state was saved for")],
+                         ids=["num_envs", "decimation"])
+def test_g1_checkpoint_of_another_env_configuration_leaves_the_envs_as_they_are(tmp_path, capsys, other, reason):
     from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
 
     path = tmp_path / "g1.pt"
-    _small_runner(env=G1WalkEnv(G1WalkConfig(num_envs=3, seed=0))).save(path)
+    source = _small_runner(env=G1WalkEnv(G1WalkConfig(num_envs=3, seed=0)))
+    source.save(path)
     runner = _small_runner(env=G1WalkEnv(G1WalkConfig(seed=1, **other)), seed=4)
-    before = _runner_state(runner)
-    with pytest.raises(ValueError) as err:
-        runner.load(path)
-    _one_line_naming(err, path)
-    _assert_unchanged(runner, before)
+    envs_before = _env_side(runner)
+    runner.load(path)
+    note = capsys.readouterr().out
+    assert reason in note and str(path) in note, note
+    for key, value in envs_before.items():  # no physics rows of another model or size loaded
+        assert torch.equal(_env_side(runner)[key], value), key
+    for key, value in _learning_state(source).items():
+        assert torch.equal(_learning_state(runner)[key], value), key
 
 
 def test_policy_only_checkpoint_loads_for_fine_tuning_with_a_fresh_optimizer(tmp_path, capsys):
@@ -604,3 +655,257 @@ def test_fault_injection_finds_nothing_silent_or_unhelpful():
         assert not wrong, (label, wrong)
     recovered = [outcome for _, outcome, _ in rows[1][1]]
     assert faults.RECOVERED in recovered and faults.CLEAR in recovered
+
+
+# ---------------------------------------------------------------- the disk: full, failing, read-only, gone
+
+def _fault_injection():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fault_injection", os.path.join(ROOT, "scripts", "fault_injection.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _trained(log_dir, iterations=1):
+    runner = _small_runner(log_dir=log_dir, save_interval=1)
+    runner.learn(iterations)
+    return runner
+
+
+@pytest.mark.parametrize("code,at,free", [(28, "write", 0), (28, "write", 3000), (28, "write", 20000),
+                                          (5, "write", 7000), (5, "fsync", 0)],
+                         ids=["ENOSPC_at_0", "ENOSPC_at_3k", "ENOSPC_at_20k", "EIO_at_7k", "EIO_at_fsync"])
+def test_checkpoint_write_the_disk_refuses_stops_training_and_keeps_the_previous(tmp_path, code, at, free):
+    import errno
+
+    runner = _trained(tmp_path)  # model_1.pt
+    size = (tmp_path / "model_1.pt").stat().st_size
+    assert free < size  # the write is cut inside the file
+    with _fault_injection().FailingDisk(tmp_path, code, at=at, free=free, names=r"\.model_.*") as disk, \
+            pytest.raises(OSError) as err:
+        runner.learn(3)
+    assert disk.failures  # the write did meet the fault
+    message = _one_line_naming(err, tmp_path / "model_2.pt")
+    reason = {28: "No space left on device (ENOSPC)", 5: "Input/output error (EIO)"}[code]
+    assert reason in message and f"the last checkpoint is {tmp_path / 'model_1.pt'}" in message
+    assert err.value.errno == getattr(errno, errno.errorcode[code])
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["model_1.pt"]  # no torn model_2.pt
+    assert not list(tmp_path.glob(".*.tmp-*"))
+    assert checkpoint.read(tmp_path / "model_1.pt")["iteration"] == 1
+
+
+def test_metrics_on_a_full_disk_warn_once_keep_whole_rows_and_training_goes_on(tmp_path):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    size = (tmp_path / "metrics.jsonl").stat().st_size
+    # the first row of iteration 2 fits in part (the write is cut mid-row), then nothing fits
+    with _fault_injection().FailingDisk(tmp_path, free=size // 2, names="metrics.jsonl") as disk, \
+            pytest.warns(RuntimeWarning) as warned:
+        runner.learn(3)
+    lines = [str(w.message) for w in warned if "metrics.jsonl" in str(w.message)]
+    assert len(lines) == 1 and "No space left on device (ENOSPC)" in lines[0] and "iteration 2" in lines[0], lines
+    assert disk.failures == 3  # tried at each iteration, warned at the first
+    assert runner.iteration == 4 and (tmp_path / "model_4.pt").exists()  # training and checkpoints went on
+    text = (tmp_path / "metrics.jsonl").read_text()
+    assert len(text) == size and text.endswith("\n")  # cut back: no torn row
+    with pytest.warns(RuntimeWarning, match=r"written again from iteration 5; iterations 2-4 are missing"):
+        runner.learn(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing torn to skip
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 5]
+
+
+def test_a_torn_last_metrics_row_is_never_read_as_a_row(tmp_path):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"iteration": 2, "total_st')  # a writer killed mid-row, where the cut-back could not run
+    with pytest.warns(RuntimeWarning, match=r"skipped 1 torn line\(s\) \(line 2\)"):
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1]
+    runner.learn(1)  # the next row starts on a line of its own
+    with pytest.warns(RuntimeWarning, match="skipped 1 torn line"):
+        assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 2]
+
+
+def test_tensorboard_on_a_full_disk_warns_once_and_stops_while_metrics_go_on(tmp_path, capfd):
+    from ppo_bootstrap.runner import read_metrics
+
+    runner = _trained(tmp_path)
+    with _fault_injection().FailingDisk(tmp_path, 5, names="events.out.tfevents.*"), \
+            pytest.warns(RuntimeWarning) as warned:
+        runner.learn(3)
+    lines = [str(w.message) for w in warned]
+    assert len(lines) == 1 and "TensorBoard" in lines[0] and "Input/output error (EIO)" in lines[0], lines
+    assert "iteration 2" in lines[0] and str(tmp_path) in lines[0]
+    assert "Traceback" not in capfd.readouterr().err  # the writer thread's failure is not printed
+    assert [row["iteration"] for row in read_metrics(tmp_path)] == [1, 2, 3, 4]
+    assert runner.iteration == 4 and checkpoint.read(tmp_path / "model_4.pt")["iteration"] == 4
+
+
+@pytest.mark.parametrize("how", ["removed", "read_only"])
+def test_a_run_folder_that_vanishes_or_turns_read_only_stops_training_in_one_line(tmp_path, how):
+    import errno
+    import shutil
+
+    class RemovingEnv(TimeLimitEnv):
+        steps = 0
+
+        def step(self, actions):
+            self.steps += 1
+            if self.steps == 20 and how == "removed":  # in iteration 2: the warm-up and iteration 1 are 16 steps
+                shutil.rmtree(run)
+            return super().step(actions)
+
+    run = tmp_path / "run"
+    env = RemovingEnv(num_envs=8, episode_length=10, privileged_dim=1, fall_probability=0.05, seed=3)
+    runner = _small_runner(env=env, log_dir=run, save_interval=1)
+    if how == "removed":
+        with pytest.raises(OSError) as err:
+            runner.learn(3)
+        assert not run.exists()  # nothing recreated it half-way
+        reason = "No such file or directory (ENOENT); it was removed or unmounted mid-run"
+    else:
+        runner.learn(1)
+        with _fault_injection().FailingDisk(run, errno.EROFS, at="open"), pytest.raises(OSError) as err:
+            runner.learn(2)
+        reason = "Read-only file system (EROFS); it is no longer writable"
+        assert checkpoint.read(run / "model_1.pt")["iteration"] == 1
+    message = _one_line_naming(err, run)
+    assert message.startswith(f"run folder {run}: {reason}")
+    gone = " (gone with it)" if how == "removed" else ""
+    assert message.endswith(f"training stops at iteration 2, the last checkpoint is {run / 'model_1.pt'}{gone}")
+
+
+# ---------------------------------------------------------------- one training per run folder
+
+HOLDING_ENV = """
+class HoldingEnv(TimeLimitEnv):
+    \"\"\"Says when it is inside learn (the run folder locked), then waits for its stdin to close.\"\"\"
+    steps = 0
+
+    def step(self, actions):
+        self.steps += 1
+        if self.steps == 12:  # iteration 1, after the warm-up rollout
+            print("inside learn", flush=True)
+            sys.stdin.readline()
+        return super().step(actions)
+"""
+
+
+def test_a_second_training_on_the_same_run_folder_refuses_and_a_dead_ones_lock_is_taken_over(tmp_path, capsys):
+    from ppo_bootstrap.run_dir import RunDirInUseError
+
+    code = _train_script(tmp_path, prelude=HOLDING_ENV, env_class="HoldingEnv", save_interval=1) + "runner.learn(3)\n"
+    first = subprocess.Popen([sys.executable, "-u", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for_line(first, "inside learn")  # the pipe says it holds the folder
+        second = _small_runner(log_dir=tmp_path, save_interval=1)
+        with pytest.raises(RunDirInUseError) as err:
+            second.learn(2)
+        message = str(err.value)
+        assert "\n" not in message and str(tmp_path) in message and f"pid {first.pid} " in message, message
+        assert second.iteration == 0 and not list(tmp_path.glob("model_*.pt"))  # nothing written, nothing trained
+    finally:
+        first.kill()  # dies holding the lock: the kernel drops it, its lock file stays
+        first.communicate(timeout=60)
+    assert f"pid={first.pid}" in (tmp_path / ".lock").read_text()
+    second.learn(2)
+    note = capsys.readouterr().out
+    assert note.count("took over the lock") == 1 and f"pid {first.pid} " in note and "no longer runs" in note
+    assert sorted(p.name for p in tmp_path.glob("model_*.pt")) == ["model_1.pt", "model_2.pt"]
+    assert not (tmp_path / ".lock").exists()  # released when learn returned
+
+
+def test_two_runners_of_one_process_do_not_share_a_run_folder_but_an_apps_lock_passes_to_its_runner(tmp_path, capsys):
+    from ppo_bootstrap import run_dir
+
+    first, second = _small_runner(log_dir=tmp_path), _small_runner(log_dir=tmp_path)
+    with run_dir.claim_run_dir(tmp_path, first), pytest.raises(run_dir.RunDirInUseError, match="another trainer"):
+        second.learn(1)
+    with run_dir.lock_run_dir(tmp_path) as lock:  # what examples/g1_walk.py takes before building the env
+        first.learn(1)  # trains under it
+        assert lock.held and lock.owner is first
+        with pytest.raises(run_dir.RunDirInUseError):
+            second.learn(1)
+    assert not lock.held and not (tmp_path / ".lock").exists()
+    second.learn(1)
+    assert "took over" not in capsys.readouterr().out  # locks released cleanly leave nothing to take over
+
+
+# ---------------------------------------------------------------- resume across env counts, devices and tasks
+
+def _learning_state(runner) -> dict:
+    state = _flat_tensors({"policy": runner.policy.state_dict(), "optimizer": runner.alg.optimizer.state_dict()["state"]})
+    state["counters"] = torch.tensor([runner.iteration, runner.total_steps, runner.alg.learning_rate], dtype=torch.float64)
+    return state
+
+
+def _env_side(runner) -> dict:
+    return _flat_tensors({"obs": runner.obs, "env": runner.env.state_dict(),
+                          "episode": {"return": runner.episode_return, "length": runner.episode_length}})
+
+
+@pytest.mark.parametrize("saved_envs,envs", [(8, 3), (3, 8)])
+def test_resume_with_another_env_count_continues_the_learning_state_and_draws_the_envs_anew(
+        tmp_path, capsys, saved_envs, envs):
+    source = _small_runner(num_envs=saved_envs)
+    source.learn(2)
+    path = tmp_path / "model_2.pt"
+    source.save(path)
+    runner = _small_runner(num_envs=envs, seed=4)
+    envs_before = _env_side(runner)
+    capsys.readouterr()
+    runner.load(path)
+    note = capsys.readouterr().out.strip().splitlines()
+    assert len(note) == 1 and str(path) in note[0], note
+    assert f"saved with {saved_envs} envs, this run has {envs}" in note[0] and "start from their own state" in note[0]
+    expected = _learning_state(source)  # policy with its normalizers, Adam moments, lr, counters
+    got = _learning_state(runner)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert torch.equal(got[key], value), key
+    for key, value in envs_before.items():  # the envs go on from their own state
+        assert torch.equal(_env_side(runner)[key], value), key
+    runner.learn(1)
+    assert runner.iteration == 3 and runner.total_steps == source.total_steps + 8 * envs
+
+
+def test_a_checkpoint_saved_on_cuda_resumes_on_cpu(tmp_path, capsys):
+    source = _small_runner()
+    source.learn(1)
+    state = source.state_dict()
+    # what a CUDA run writes: env tensors and the env generator's state of a CUDA generator (16 bytes)
+    state["env_device"] = "cuda:0"
+    state["rng"]["cuda"] = [torch.zeros(16, dtype=torch.uint8)]
+    state["env"] = {**state["env"], "generator": torch.zeros(16, dtype=torch.uint8)}
+    path = tmp_path / "model_1.pt"
+    checkpoint.save_atomic(state, path)
+    runner = _small_runner(seed=4)  # the same 8 envs, on the CPU
+    runner.load(path)
+    note = capsys.readouterr().out
+    assert "saved with envs on cuda:0, this run's are on cpu" in note and note.count("\n") == 1
+    for key, value in _learning_state(source).items():
+        assert torch.equal(_learning_state(runner)[key], value), key
+    runner.learn(1)
+    assert runner.iteration == 2
+
+
+def test_a_checkpoint_of_another_task_names_both_tasks_in_one_line(tmp_path):
+    source = _small_runner()
+    source.metadata = {"id": "Task-A-v0"}
+    path = tmp_path / "model_0.pt"
+    source.save(path)
+    env = TimeLimitEnv(num_envs=8, episode_length=10, obs_dim=6, privileged_dim=1)
+    runner = _small_runner(env=env, seed=4)
+    runner.metadata = {"id": "Task-B-v0"}
+    before = _runner_state(runner)
+    with pytest.raises(ValueError) as err:
+        runner.load(path)
+    message = _one_line_naming(err, path)
+    assert "was trained on task Task-A-v0, this run is task Task-B-v0" in message and "actor" in message
+    _assert_unchanged(runner, before)

@@ -9,8 +9,8 @@ simulator's step (:meth:`IsaacApiVecEnv._env_step`).
 
 One :meth:`~IsaacApiVecEnv.step`:
 
-1. prologue: :func:`ppo_bootstrap.env.check_actions`, the optional clamp to ``[-clip, clip]``, the
-   move to the env's device;
+1. prologue: :func:`ppo_bootstrap.env.check_actions` (which also detaches them from autograd), the
+   optional clamp to ``[-clip, clip]``, the move to the env's device;
 2. the simulator's step;
 3. epilogue: the protocol's groups selected, ``reward`` ``[N]`` copied, the flags passed through
    :func:`ppo_bootstrap.episode.time_limit_as_terminal`, ``final_env_ids`` ``[K]`` =
@@ -94,7 +94,7 @@ class IsaacApiVecEnv:
     # ------------------------------------------------------------------ step pieces
     def _prepare_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """``[N, A]`` actions checked, clamped when ``clip_actions`` is set, on the env's device."""
-        check_actions(actions, self.num_envs, self.num_actions, self.device)
+        actions = check_actions(actions, self.num_envs, self.num_actions, self.device)
         if self.clip_actions is not None:
             actions = actions.clamp(-self.clip_actions, self.clip_actions)
         return actions.to(self.device)

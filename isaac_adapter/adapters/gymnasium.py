@@ -130,7 +130,7 @@ class GymnasiumVecEnv:
         return None if pending is None else np.asarray(pending, dtype=bool)
 
     def step(self, actions: torch.Tensor) -> StepResult:
-        check_actions(actions, self.num_envs, self.num_actions, self.device)
+        actions = check_actions(actions, self.num_envs, self.num_actions, self.device)
         if self.autoreset_mode != SAME_STEP:
             pending = self._pending_autoreset()
             if pending is not None and pending.any():
@@ -138,7 +138,7 @@ class GymnasiumVecEnv:
                     f"env ids {np.flatnonzero(pending).tolist()} have a pending auto-reset: this step would "
                     "return a filler row for them, not a transition"
                 )
-        obs, reward, terminated, truncated, infos = self.env.step(actions.detach().cpu().numpy())
+        obs, reward, terminated, truncated, infos = self.env.step(actions.cpu().numpy())
         terminated = torch.as_tensor(np.asarray(terminated, dtype=bool), device=self.device)
         truncated = torch.as_tensor(np.asarray(truncated, dtype=bool), device=self.device)
         reward_t = torch.as_tensor(np.asarray(reward, dtype=np.float32), device=self.device).reshape(self.num_envs)

@@ -155,7 +155,7 @@ class G1WalkEnv(G1WalkTask):
         With :attr:`cuda_graph` set, the step is recorded once in a CUDA graph and replayed
         (:mod:`.graph_step`); its result is then a copy of the graph's outputs.
         """
-        check_actions(actions, self.num_envs, self.num_actions, self.device, finite=self.validate_actions)
+        actions = check_actions(actions, self.num_envs, self.num_actions, self.device, finite=self.validate_actions)
         self.common_step_counter += 1
         if self.cuda_graph:
             self._step_graph = self._step_graph or StepGraph(self)
