@@ -23,7 +23,11 @@ import sys
 # running the file directly puts examples/ on sys.path, not the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from isaac_adapter.app.cli import main  # noqa: E402  (first: its import time is the startup line's start)
+from isaac_adapter.app import headless_rendering  # noqa: E402  (first: its import time is the startup line's start)
+
+headless_rendering(sys.argv[1:])  # before MuJoCo is imported
+
+from isaac_adapter.app.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     main()

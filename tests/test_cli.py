@@ -262,3 +262,26 @@ def test_the_module_prints_a_bad_count_as_one_line_and_exits_1(tmp_path):
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == "error: --num_envs 0: give a positive number of envs per process\n"
+
+
+def test_training_with_video_records_a_clip_every_interval_into_the_run_folder(tmp_path):
+    from test_g1_play import _egl_renders
+
+    if not _egl_renders():
+        pytest.skip("no headless OpenGL (EGL) for MuJoCo here")
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "isaac_adapter.app", "train", "--num_envs", "2", "--num_steps_per_env", "4",
+           "--max_iterations", "3", "--save_interval", "0", "--video", "--video_interval", "2", "--video_length", "0.2",
+           "--size", "32x24", "--log_dir", str(run)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    from PIL import Image
+
+    # a clip at iteration 2 (the interval) and at the end (3); 0.2 s of 20 ms steps, every 3rd at 17 fps: 4 frames
+    assert sorted(p.name for p in (run / "videos" / "train").iterdir()) == ["it_2.gif", "it_3.gif"]
+    for clip in (run / "videos" / "train").iterdir():
+        with Image.open(clip) as gif:
+            assert gif.size == (32, 24) and gif.n_frames == 4
+    # each stretch of training ends in a checkpoint: the clip's policy is saved
+    assert sorted(p.name for p in run.glob("model_*.pt")) == ["model_2.pt", "model_3.pt"]
+    assert f"clip: {run / 'videos' / 'train' / 'it_2.gif'}" in done.stdout

@@ -14,6 +14,16 @@ Modules: :mod:`~isaac_adapter.app.args` (every flag, declared once), :mod:`~isaa
 :mod:`~isaac_adapter.app.cli` (the subcommands, and ``examples/g1_walk.py``'s flags).
 """
 
+import os
 import time
 
 STARTED = time.perf_counter()  # before the heavy imports: the trainer's startup line counts them
+
+
+def headless_rendering(argv: list[str]) -> None:
+    """Pick EGL for MuJoCo's offscreen rendering when ``argv`` renders (play, ``--play``, ``--replay``,
+    ``--video``): MuJoCo reads ``MUJOCO_GL`` when it is first imported, so the entry points call this
+    before importing anything else."""
+    renders = ("--play", "--replay", "--video")
+    if argv[:1] == ["play"] or any(a in renders or a.startswith(tuple(f"{r}=" for r in renders)) for a in argv):
+        os.environ.setdefault("MUJOCO_GL", "egl")

@@ -37,6 +37,8 @@ LEGACY = "legacy"
 CPU_ITERATIONS = 1000
 GPU_ITERATIONS = 1500
 CPU_ENVS, GPU_ENVS, EVAL_ENVS, PLAY_ENVS = 64, 4096, 32, 1
+#: Seconds of a clip: play's, and the short one ``train --video`` records (cheap on CPU MuJoCo).
+PLAY_SECONDS, TRAIN_CLIP_SECONDS = 8.0, 2.0
 
 
 def arg(default: Any, help: str, *, commands: tuple[str, ...] = ALL, aliases: tuple[str, ...] = (), **argparse_kw: Any) -> Any:
@@ -109,8 +111,9 @@ class Args:
                             "<run>/videos/train/ (a value: its suffix, .gif or .mp4, picks the format); play: the "
                             "clip's path (default <run>/videos/play/g1_play.gif)", commands=(TRAIN, PLAY),
                             nargs="?", const="", metavar="PATH")
-    video_length: float = arg(8.0, "seconds of a clip (Isaac Lab counts steps)", commands=(TRAIN, PLAY),
-                              aliases=("--play-seconds",), type=float)
+    video_length: float | None = arg(None, f"seconds of a clip (play: {PLAY_SECONDS}; train --video: "
+                                     f"{TRAIN_CLIP_SECONDS}, drawn without shadows; Isaac Lab counts steps)",
+                                     commands=(TRAIN, PLAY), aliases=("--play-seconds",), type=float)
     video_interval: int = arg(200, "train --video: iterations between clips (Isaac Lab counts env steps)",
                               commands=(TRAIN,), type=int)
     command: str = arg("0.5,0.0,0.0", "v_x,v_y,w_z held during the clip / by every evaluated env ('env' for eval: "

@@ -7,7 +7,6 @@ Usage errors are one line (``error: ...``, exit status 1); ``--debug`` shows tra
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -66,18 +65,10 @@ def list_tasks() -> None:
         print(f"{spec.id:<{width}}  --sim {','.join(spec.sims):<22}  {spec.description}")
 
 
-def _headless_rendering(argv: list[str], command: str | None) -> None:
-    # MuJoCo picks its OpenGL backend at import time; EGL renders headless
-    if command == PLAY or any(a in argv for a in ("--play", "--replay", "--video")) or any(
-            a.startswith(("--play=", "--replay=", "--video=")) for a in argv):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-
-
 def run(argv: list[str]) -> Any:
     """One command line, errors raised (:data:`USAGE_ERRORS`)."""
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     rest = argv[1:] if command else argv
-    _headless_rendering(rest, command)
     from isaac_adapter.app import eval as evaluation, play, train
 
     if command == "list":

@@ -16,7 +16,7 @@ import torch
 
 from ppo_bootstrap import Runner, checkpoint
 
-from isaac_adapter.app.args import PLAY_ENVS, Args, frame_size, numbers
+from isaac_adapter.app.args import PLAY_ENVS, PLAY_SECONDS, TRAIN_CLIP_SECONDS, Args, frame_size, numbers
 from isaac_adapter.app.run_dir import find_checkpoint
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.registry import UsageError
@@ -103,15 +103,16 @@ def play(args: Args, path: str | None = None, flag: str = "checkpoint") -> Path:
     env.reset(seed=args.seed)
     obs = env.set_commands(torch.tensor(commands))
     policy = ActorCriticPolicy.from_checkpoint(str(ckpt), obs, env.num_actions)
+    seconds = args.video_length or PLAY_SECONDS
     t0 = time.perf_counter()
-    frames, frame_s = render.render_rollout(env, policy, args.video_length, width=width, height=height, fps=args.fps,
+    frames, frame_s = render.render_rollout(env, policy, seconds, width=width, height=height, fps=args.fps,
                                             progress=None)
     clip.parent.mkdir(parents=True, exist_ok=True)
     render.save_video(frames, clip, frame_s)
     # as Isaac Lab's play.py: the exported actor goes into the run folder
     exported = export_policy(policy.policy, obs["policy"].shape[-1], out / "exported")
     size = clip.stat().st_size / 1e6
-    print(f"wrote {clip}: {len(frames)} frames, {args.video_length:.1f} s at command {args.command}, "
+    print(f"wrote {clip}: {len(frames)} frames, {seconds:.1f} s at command {args.command}, "
           f"{size:.1f} MB, in {time.perf_counter() - t0:.0f} s; exported {', '.join(str(p) for p in exported.values())}")
     return clip
 
@@ -158,7 +159,7 @@ def replay(args: Args, states: str) -> Path:
 
 def training_clip(runner: Runner, args: Args, clip: Path) -> Path:
     """A clip of the policy as it is now: one env of the run's task on CPU MuJoCo, ``--video_length``
-    seconds at ``--command``'s default forward walk, into ``clip``."""
+    seconds (default 2) at ``--command``'s forward walk, drawn without shadows (cheap), into ``clip``."""
     from isaac_adapter.evaluation import ActorCriticPolicy
     from isaac_adapter.tasks.g1_walk import G1WalkEnv, render
 
@@ -173,8 +174,8 @@ def training_clip(runner: Runner, args: Args, clip: Path) -> Path:
 
     act.reset = policy.reset  # type: ignore[attr-defined]
     width, height = frame_size(args.size, args.flag("size"))
-    frames, frame_s = render.render_rollout(env, act, args.video_length, width=width, height=height, fps=args.fps,
-                                            progress=None)
+    frames, frame_s = render.render_rollout(env, act, args.video_length or TRAIN_CLIP_SECONDS, width=width,
+                                            height=height, fps=args.fps, progress=None, draft=True)
     clip.parent.mkdir(parents=True, exist_ok=True)
     render.save_video(frames, clip, frame_s)
     return clip
