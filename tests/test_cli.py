@@ -285,3 +285,28 @@ def test_training_with_video_records_a_clip_every_interval_into_the_run_folder(t
     # each stretch of training ends in a checkpoint: the clip's policy is saved
     assert sorted(p.name for p in run.glob("model_*.pt")) == ["model_2.pt", "model_3.pt"]
     assert f"clip: {run / 'videos' / 'train' / 'it_2.gif'}" in done.stdout
+
+
+# -- outputs go to the run folder or --log_root, never into the checkout -------------------------------
+
+def test_play_and_eval_write_into_the_run_folder_or_under_log_root(tmp_path):
+    from isaac_adapter.app.play import output_dir
+
+    args = flags.parse(flags.PLAY, ["--log_root", str(tmp_path / "logs")])
+    # a shipped checkpoint lies in the checkout: its outputs go under --log_root
+    assert output_dir(args, SHIPPED, "G1-Walk-Clock-v0") == tmp_path / "logs" / "G1-Walk-Clock-v0" / "g1_clock_it1296"
+    run = tmp_path / "logs" / "demo" / "2026-12-01_10-00-00"
+    assert output_dir(args, run / "model_5.pt", "demo") == run  # a run folder: its own (as Isaac Lab's play.py)
+    elsewhere = tmp_path / "mine" / "model_5.pt"
+    assert output_dir(args, elsewhere, "demo") == elsewhere.parent
+    given = flags.parse(flags.PLAY, ["--log_dir", str(tmp_path / "here")])
+    assert output_dir(given, SHIPPED, "G1-Walk-Clock-v0") == tmp_path / "here"
+
+
+def test_eval_plots_go_under_log_root_not_into_the_working_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    g1_walk.main(["eval", str(SHIPPED), "--num_envs", "2", "--horizon_s", "0.2", "--sweep", "0.60", "--log_root", "out"])
+    plots = tmp_path / "out" / "G1-Walk-Clock-v0" / "g1_clock_it1296" / "eval"
+    assert {p.name for p in plots.iterdir()} >= {"survival.png", "causes.png"}
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert f"wrote {Path('out', 'G1-Walk-Clock-v0', 'g1_clock_it1296', 'eval', 'survival.png')}" in capsys.readouterr().out
