@@ -1,9 +1,5 @@
-"""The benchmark ``isaac_adapter/app/bench/physics_settings.py`` (its docstring and ``--help`` say what it measures)::
-
-    python benchmarks/physics_settings.py
-    python benchmarks/physics_settings.py --settings "dt=0.004,dec=5,it=3,ls=4" "dt=0.005,dec=4,it=2,ls=2"
-    python benchmarks/physics_settings.py --json physics_settings.json
-"""
+"""``python benchmarks/physics_settings.py --help`` says what it measures and how to run it; the code is
+:mod:`isaac_adapter.app.bench.physics_settings`, where the tests import it from."""
 
 import sys
 

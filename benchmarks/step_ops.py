@@ -1,8 +1,5 @@
-"""The benchmark ``isaac_adapter/app/bench/step_ops.py`` (its docstring and ``--help`` say what it measures)::
-
-    python benchmarks/step_ops.py                                  # G1-Walk-Clock-Fast-v0, 16 envs, CPU MuJoCo
-    python benchmarks/step_ops.py --task G1-Walk-Clock-v0 --steps 48
-"""
+"""``python benchmarks/step_ops.py --help`` says what it measures and how to run it; the code is
+:mod:`isaac_adapter.app.bench.step_ops`, where the tests import it from."""
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 

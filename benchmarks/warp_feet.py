@@ -1,8 +1,5 @@
-"""The benchmark ``isaac_adapter/app/bench/warp_feet.py`` (its docstring and ``--help`` say what it measures)::
-
-    python benchmarks/warp_feet.py                    # Warp's CPU device (no GPU needed)
-    python benchmarks/warp_feet.py --device cuda:0
-"""
+"""``python benchmarks/warp_feet.py --help`` says what it measures and how to run it; the code is
+:mod:`isaac_adapter.app.bench.warp_feet`, where the tests import it from."""
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 
