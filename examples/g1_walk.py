@@ -9,12 +9,13 @@
     python examples/g1_walk.py --task Isaac-Velocity-Flat-G1 --num_envs 4096
     python examples/g1_walk.py --eval docs/checkpoints/g1_clock_it1296.pt   # the task comes from the checkpoint
     python examples/g1_walk.py --play docs/checkpoints/g1_clock_it1296.pt --video g1.gif
-    python examples/g1_walk.py --export docs/checkpoints/g1_clock_it1296.pt   # policy.onnx / .pt / .json only
+    python examples/g1_walk.py --export docs/checkpoints/g1_clock_it1296.pt --export-dir out   # + deploy.yaml
     torchrun --nproc-per-node 2 examples/g1_walk.py --device cuda --num_envs 4096 --distributed
     tensorboard --logdir logs
 
 The application is ``python -m isaac_adapter.app {train,play,eval,list}`` (docs/cli.md); this script
-is its command line without a subcommand. ``--help`` lists every flag and registered task.
+is its command line without a subcommand. ``--help`` lists every flag and registered task. The
+exported actor comes with the deploy.yaml that deploy/deploy_mujoco.py runs (docs/deploy.md).
 """
 
 import os

@@ -105,6 +105,8 @@ class RunnerConfig:
             naming field and env ids, before any update. ``"reset"``: once the step keeps the
             contract, end those episodes as a blow-up (see :mod:`ppo_bootstrap.episode`), restart
             the envs through ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
+        max_iterations: how many iterations :meth:`Runner.learn` runs when it is called without a
+            number; ``None``: ``learn`` needs one.
     """
 
     num_steps_per_env: int = 24
@@ -115,6 +117,7 @@ class RunnerConfig:
     validate_env_output: bool = True
     console: bool = True
     non_finite_obs: Literal["error", "reset"] = "error"
+    max_iterations: int | None = None
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
@@ -125,6 +128,25 @@ class RunnerConfig:
             raise ValueError(f"save_interval must be >= 0, got {self.save_interval}")
         if self.non_finite_obs not in ("error", "reset"):
             raise ValueError(f"non_finite_obs must be 'error' or 'reset', got {self.non_finite_obs!r}")
+        n = self.max_iterations
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise ValueError(f"max_iterations must be an integer >= 0 or None, got {self.max_iterations!r}")
+
+    @classmethod
+    def from_rsl_rl(cls, agent_cfg: Any, **overrides: Any) -> RunnerConfig:
+        """The configuration that trains as rsl-rl-lib's ``OnPolicyRunner`` would with ``agent_cfg``.
+
+        ``agent_cfg``: Isaac Lab's ``RslRlOnPolicyRunnerCfg`` (``isaaclab_rl.rsl_rl``) or its
+        ``to_dict()``, as rsl-rl-lib 3.x to 5.x define it; ``overrides``: fields of this class
+        set as given (e.g. ``log_dir``). The field-by-field mapping is in :mod:`ppo_bootstrap.rsl_rl`.
+
+        Raises:
+            ~ppo_bootstrap.rsl_rl.RslRlConfigError: one line naming the first field that cannot be
+                honoured (an unknown name, RND, distillation, another algorithm, an unsupported value).
+        """
+        from ppo_bootstrap.rsl_rl import runner_config_kwargs
+
+        return cls(**{**runner_config_kwargs(agent_cfg), **overrides})
 
 
 def seed_everything(seed: int) -> None:
@@ -164,6 +186,7 @@ class Runner:
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
         self.obs_layout = obs_layout(self.obs)  # every step's groups and widths must match reset()'s
+        distributed.check_ranks_agree(distributed.setup_fingerprint(env, self.cfg, self.obs_layout))
         self.flag_watch = FlagWatch(declared_time_limit(env))
         policy_dim = self.obs[POLICY].shape[-1]
         critic_dim = critic_obs(self.obs).shape[-1]
@@ -264,8 +287,9 @@ class Runner:
     last_checkpoint: Path | None = None
     """The file the last :meth:`save` of this process wrote."""
 
-    def learn(self, iterations: int) -> None:
-        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`).
+    def learn(self, iterations: int | None = None) -> None:
+        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`);
+        ``None``: ``cfg.max_iterations`` of them.
 
         SIGINT or SIGTERM, from the normalizer warm-up on, ends training cleanly after the rollout
         or iteration in progress: the checkpoint ``model_<iteration>.pt`` is written to ``log_dir``
@@ -277,9 +301,14 @@ class Runner:
         removed at the start.
 
         Raises:
+            ValueError: no ``iterations`` and no ``cfg.max_iterations``.
             FloatingPointError: an update left NaN or inf in the policy or its losses; names the
                 tensor or loss. Nothing of that update is saved.
         """
+        if iterations is None:
+            if self.cfg.max_iterations is None:
+                raise ValueError("learn() needs a number of iterations: pass one or set RunnerConfig.max_iterations")
+            iterations = self.cfg.max_iterations
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
@@ -437,6 +466,9 @@ class Runner:
                 runner, in one line naming it; the runner is unchanged.
         """
         ckpt = checkpoint.read(path, self.device)
+        if checkpoint.is_rsl_rl(ckpt):
+            self._load_rsl_rl(path, ckpt, load_optimizer)
+            return
         checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network")
         if not checkpoint.is_full(ckpt):
             self._load_policy_only(path, ckpt)
@@ -490,6 +522,29 @@ class Runner:
                 raise ValueError(f"its {name} RNG state is malformed")
         if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
             self.env.check_state_dict(ckpt["env"])
+
+    def _load_rsl_rl(self, path: str | os.PathLike, ckpt: dict[str, Any], load_optimizer: bool) -> None:
+        from ppo_bootstrap import rsl_rl
+
+        state = rsl_rl.policy_state(path, ckpt, self.policy)
+        ppo = rsl_rl.optimizer_state(path, ckpt, self.policy, self.alg.optimizer) if load_optimizer else None
+        if ppo is not None:
+            try:
+                self.alg.check_state_dict(ppo)
+            except (ValueError, KeyError, TypeError) as err:
+                raise checkpoint.CheckpointError(path, str(err)) from err
+        self.policy.load_state_dict(state)
+        if ppo is not None:
+            self.alg.load_state_dict(ppo)
+        else:
+            self.alg.reset_optimizer()
+        self.iteration = int(ckpt.get("iter", 0))  # rsl-rl-lib's own count, which its file names carry
+        self.total_steps = 0  # rsl-rl-lib does not record it
+        self.normalizers_warm = True  # the file's normalizers come with its policy
+        if self.rank == 0:
+            what = "its Adam state" if ppo is not None else "a fresh optimizer"
+            print(f"loaded {os.fspath(path)}: rsl-rl-lib {rsl_rl.layout(ckpt)} checkpoint (networks, normalizers, "
+                  f"noise std) at iteration {self.iteration}, with {what}; envs and RNG go on as they are", flush=True)
 
     def _load_policy_only(self, path: str | os.PathLike, ckpt: dict[str, Any]) -> None:
         self.policy.load_state_dict(ckpt["policy"])

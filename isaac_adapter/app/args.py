@@ -138,6 +138,7 @@ class Args:
     play: str | None = None
     eval: str | None = None
     export: str | None = None
+    export_dir: str | None = None
     replay: str | None = None
     replay_env: int = 0
     #: The spelling each flag was given with (``num_envs`` -> ``"--num-envs"``), for messages.
@@ -215,7 +216,10 @@ def build_parser(command: str, description: str | None = None, prog: str | None 
         parser.add_argument("--play", metavar="CHECKPOINT", default=None,
                             help="run CHECKPOINT in one env on CPU MuJoCo, write a clip (--video) and export the policy")
         parser.add_argument("--export", metavar="CHECKPOINT", default=None,
-                            help="export CHECKPOINT's actor (policy.onnx, policy.pt, policy.json) beside it")
+                            help="write CHECKPOINT's policy.onnx, policy.pt, policy.json and deploy.yaml (G1-Walk "
+                            "tasks; docs/deploy.md) to --export-dir")
+        parser.add_argument("--export-dir", "--export_dir", dest="export_dir", default=None,
+                            help="--export: the folder (default: exported/ in the checkpoint's run folder)")
         parser.add_argument("--replay", metavar="STATES", default=None,
                             help="render states recorded in another simulator ({'qpos': [T, envs, 7 + J], 'dt'}, as "
                             "benchmarks/isaaclab_g1.py saves them) to --video")
@@ -318,6 +322,8 @@ def validate(args: Args, command: str) -> None:
     if args.distributed and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         raise UsageError("--distributed: launch the processes with torchrun, e.g. torchrun --nproc-per-node 2 "
                          "-m isaac_adapter.app train --distributed")
-    for name in ("log_dir", "log_root", "out_dir"):
+    if args.export_dir is not None and args.export is None:
+        raise UsageError("--export-dir needs --export CHECKPOINT")
+    for name in ("log_dir", "log_root", "out_dir", "export_dir"):
         if getattr(args, name):
             check_writable(getattr(args, name), args.flag(name))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ppo_bootstrap import checkpoint
+from ppo_bootstrap import checkpoint, distributed
 
 from isaac_adapter.app import args as flags
 from isaac_adapter.app.args import EVAL, LEGACY, PLAY, TRAIN, Args
@@ -18,7 +18,8 @@ from isaac_adapter.app.overrides import OverrideError
 from isaac_adapter.tasks import registry
 
 SUBCOMMANDS = (TRAIN, PLAY, EVAL, "list")
-USAGE_ERRORS = (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError)
+USAGE_ERRORS = (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError,
+                distributed.RankMismatchError)
 
 
 DESCRIPTIONS = {
@@ -92,7 +93,7 @@ def run(argv: list[str]) -> Any:
         play.play(parsed, parsed.play, "--play")
         return None
     if parsed.export:
-        play.export_only(parsed, parsed.export, "--export")
+        play.export_checkpoint(parsed, parsed.export, "--export")
         return None
     return train.train(parsed)
 

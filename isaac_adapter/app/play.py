@@ -68,30 +68,29 @@ def check_clip(spec: registry.TaskSpec, sim: str, path: str, flag: str) -> None:
         raise UsageError(str(err)) from None
 
 
-def play_config(path: str, args: Args) -> Any:
-    """The G1 task a checkpoint was trained on (its recorded config), for ``--num_envs`` envs on CPU MuJoCo."""
+def play_config(path: str, args: Args, flag: str = "--play") -> tuple[registry.TaskSpec, Any]:
+    """The G1 task a checkpoint was trained on and its recorded config, for ``--num_envs`` envs on CPU MuJoCo."""
     spec, _ = registry.checkpoint_task(checkpoint.read(path), path)
     if args.task and args.task != spec.id:
         raise UsageError(f"{path} was trained on {spec.id}, not --task {args.task}")
     if not spec.is_g1_walk:
-        raise UsageError(f"--play renders the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
+        raise UsageError(f"{flag} runs the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
     if args.sim not in ("auto", "mujoco"):
-        raise UsageError(f"{args.flag('sim')} {args.sim}: play renders on CPU MuJoCo (--sim mujoco)")
+        raise UsageError(f"{args.flag('sim')} {args.sim}: {flag} runs on CPU MuJoCo (--sim mujoco)")
     variant = {"model_variant": args.model_variant} if args.model_variant else {}
-    return registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
+    return spec, registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
 
 
 def play(args: Args, path: str | None = None, flag: str = "checkpoint") -> Path:
     """Render the checkpoint ``path`` (given as ``flag``; see :func:`checkpoint_path`) to ``--video``
-    and export its actor; returns the clip's path."""
-    from ppo_bootstrap.export import export_policy
-
+    and export its actor with its ``deploy.yaml``; returns the clip's path."""
     from isaac_adapter.evaluation import ActorCriticPolicy
     from isaac_adapter.tasks.g1_walk import G1WalkEnv, render
+    from isaac_adapter.tasks.g1_walk.deploy import export_deployment
 
     ckpt = checkpoint_path(args, path, flag)
-    cfg = play_config(str(ckpt), args)
-    out = output_dir(args, ckpt, args.experiment_name or registry.checkpoint_task(checkpoint.read(ckpt))[0].id)
+    spec, cfg = play_config(str(ckpt), args, flag)
+    out = output_dir(args, ckpt, args.experiment_name or spec.id)
     clip = Path(args.video) if args.video else out / "videos" / "play" / DEFAULT_CLIP
     try:
         render.video_format(clip)  # an MP4 without its encoder fails now, not after rendering
@@ -110,30 +109,29 @@ def play(args: Args, path: str | None = None, flag: str = "checkpoint") -> Path:
     clip.parent.mkdir(parents=True, exist_ok=True)
     render.save_video(frames, clip, frame_s)
     # as Isaac Lab's play.py: the exported actor goes into the run folder
-    exported = export_policy(policy.policy, obs["policy"].shape[-1], out / "exported")
+    exported = export_deployment(policy.policy, obs["policy"].shape[-1], cfg, out / "exported", spec.id)
     size = clip.stat().st_size / 1e6
     print(f"wrote {clip}: {len(frames)} frames, {seconds:.1f} s at command {args.command}, "
           f"{size:.1f} MB, in {time.perf_counter() - t0:.0f} s; exported {', '.join(str(p) for p in exported.values())}")
     return clip
 
 
-def export_only(args: Args, path: str | None, flag: str = "checkpoint") -> list[Path]:
-    """The checkpoint's actor as ``exported/policy.onnx``, ``policy.pt`` and ``policy.json``, without a clip."""
-    from ppo_bootstrap.export import export_policy
-
-    from isaac_adapter.evaluation import ActorCriticPolicy
+def export_checkpoint(args: Args, path: str | None, flag: str = "checkpoint") -> dict[str, Path]:
+    """The checkpoint's actor and its ``deploy.yaml`` into ``--export-dir`` (default: ``exported/`` in
+    its run folder, :func:`output_dir`), without training or rendering."""
     from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk.deploy import export_deployment
 
     ckpt = checkpoint_path(args, path, flag)
-    spec = registry.checkpoint_task(checkpoint.read(ckpt), str(ckpt))[0]
-    cfg = play_config(str(ckpt), args)
+    spec, cfg = play_config(str(ckpt), args, flag)
+    directory = Path(args.export_dir) if args.export_dir else output_dir(args, ckpt, args.experiment_name or spec.id) / "exported"
     env = G1WalkEnv(dataclasses.replace(cfg, num_envs=1))
     obs = env.reset(seed=args.seed)
-    policy = ActorCriticPolicy.from_checkpoint(str(ckpt), obs, env.num_actions)
-    out = output_dir(args, ckpt, args.experiment_name or spec.id) / "exported"
-    exported = sorted(export_policy(policy.policy, obs["policy"].shape[-1], out).values())
-    print("exported " + ", ".join(str(p) for p in exported))
-    return exported
+    policy = checkpoint.load_policy(ckpt, obs, env.num_actions, torch.device("cpu"))
+    paths = export_deployment(policy, obs["policy"].shape[-1], cfg, directory, spec.id)
+    print(f"exported {spec.id}: {', '.join(str(p) for p in paths.values())}")
+    print(f"run it: python deploy/deploy_mujoco.py --config {paths['deploy']} --headless")
+    return paths
 
 
 def replay(args: Args, states: str) -> Path:

@@ -172,7 +172,7 @@ def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: in
 def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
     """After training: export the policy, judge it on the training env, say what was written where."""
     written = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))[-1:]
-    exported = export(runner, log_dir / "exported")
+    exported = export(runner, env, spec, log_dir / "exported")
     if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
         from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
         from isaac_adapter.evaluation.g1_probe import G1WalkProbe
@@ -190,9 +190,21 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
     print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
 
 
-def export(runner: Runner, directory: Path) -> list[Path]:
-    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``."""
+def export(runner: Runner, env, spec: registry.TaskSpec, directory: Path) -> list[Path]:
+    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``,
+    and for the G1-Walk tasks the ``deploy.yaml`` that runs it (docs/deploy.md)."""
     from ppo_bootstrap.env import POLICY
     from ppo_bootstrap.export import export_policy
 
-    return sorted(export_policy(runner.policy, runner.obs[POLICY].shape[-1], directory).values())
+    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+
+    obs_dim = runner.obs[POLICY].shape[-1]
+    task_cfg = getattr(getattr(env, "unwrapped", env), "task_cfg", None)
+    if spec.is_g1_walk and isinstance(task_cfg, G1WalkConfig):
+        try:
+            from isaac_adapter.tasks.g1_walk.deploy import export_deployment
+
+            return sorted(export_deployment(runner.policy, obs_dim, task_cfg, directory, spec.id).values())
+        except (ImportError, ValueError) as err:  # the end of a training run: keep the actor, say why no deploy.yaml
+            print(f"deploy.yaml not written: {err}")
+    return sorted(export_policy(runner.policy, obs_dim, directory).values())
