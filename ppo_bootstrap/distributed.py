@@ -179,8 +179,9 @@ def setup_fingerprint(env: Any, runner_config: Any, obs_layout: Mapping[str, tup
             return [plain(v) for v in value]
         return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
 
-    env = getattr(env, "unwrapped", env)
-    env_cfg = getattr(env, "cfg", None)
+    # the counts from the VecEnv itself (an adapter's simulator may spell them otherwise), its config
+    # from the simulator underneath
+    env_cfg = getattr(getattr(env, "unwrapped", env), "cfg", None)
     return {
         "num_envs": int(env.num_envs),
         "num_actions": int(env.num_actions),

@@ -186,7 +186,8 @@ class Runner:
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
         self.obs_layout = obs_layout(self.obs)  # every step's groups and widths must match reset()'s
-        distributed.check_ranks_agree(distributed.setup_fingerprint(env, self.cfg, self.obs_layout))
+        if distributed.is_distributed():  # the fingerprint walks the env's config: only where ranks compare it
+            distributed.check_ranks_agree(distributed.setup_fingerprint(env, self.cfg, self.obs_layout))
         self.flag_watch = FlagWatch(declared_time_limit(env))
         policy_dim = self.obs[POLICY].shape[-1]
         critic_dim = critic_obs(self.obs).shape[-1]

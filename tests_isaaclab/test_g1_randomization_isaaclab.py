@@ -40,7 +40,7 @@ def test_a_push_adds_the_kick_to_the_chosen_envs():
     task = env.unwrapped
     env.reset()
     task.push_steps_left = torch.tensor([1, 30, 30], device=task.device)
-    env.step(torch.zeros(3, task.num_actions, device=task.device))
+    env.step(torch.zeros(3, env.num_actions, device=task.device))
     assert (task.last_push[0, :2] != 0).all() and torch.equal(task.last_push[1:], torch.zeros_like(task.last_push[1:]))
 
 

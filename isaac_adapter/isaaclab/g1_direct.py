@@ -148,7 +148,12 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._joint_ids = self.robot.find_joints(list(g1.joint_names), preserve_order=True)[0]
         self._foot_ids = self.robot.find_bodies(list(assets.FEET), preserve_order=True)[0]
         self._contact_ids = self.feet_contact.find_bodies(list(assets.FEET), preserve_order=True)[0]
-        limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
+        # the same ids as device tensors for indexing torch data: a Python list index is uploaded to the
+        # GPU on every use, a host sync each (Isaac Lab's own *_index methods take the lists)
+        self._joint_index, self._foot_index, self._contact_index = (
+            torch.as_tensor(ids, dtype=torch.long, device=self.device)
+            for ids in (self._joint_ids, self._foot_ids, self._contact_ids))
+        limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_index]  # [J, 2]
         self._target_low, self._target_high = limits[:, 0], limits[:, 1]
         self._link_ids = self.robot.find_bodies([g1.model.body(b).name for b in range(1, g1.model.nbody)],
                                                 preserve_order=True)[0]
@@ -167,7 +172,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     def _read_robot_state(self) -> PhysicsState:
         # fresh tensors (the seam's contract): Isaac Lab's data arrays are live views that resets
         # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
-        d, ids, feet = self.robot.data, self._joint_ids, self._foot_ids
+        d, ids, feet = self.robot.data, self._joint_index, self._foot_index
         mass = as_torch(d.body_mass).to(self.device)  # [N, B]
         com = (as_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         origins = self.scene.env_origins
@@ -179,7 +184,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             joint_pos=as_torch(d.joint_pos)[:, ids],
             joint_vel=as_torch(d.joint_vel)[:, ids],
             applied_torque=as_torch(self.robot.actuators.applied_effort)[:, ids],
-            foot_contact=feet_in_contact(self.feet_contact, self._contact_ids),
+            foot_contact=feet_in_contact(self.feet_contact, self._contact_index),
             foot_pos_w=as_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
             foot_lin_vel_w=as_torch(d.body_link_lin_vel_w)[:, feet],
             com_pos_w=com - origins,
@@ -207,8 +212,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self.robot.write_root_velocity_to_sim_mask(root_velocity=qvel[:, :6].contiguous(), env_mask=env_mask)
         joint_pos = as_torch(self.robot.data.joint_pos).clone()
         joint_vel = as_torch(self.robot.data.joint_vel).clone()
-        joint_pos[:, self._joint_ids] = qpos[:, 7:]
-        joint_vel[:, self._joint_ids] = qvel[:, 6:]
+        joint_pos[:, self._joint_index] = qpos[:, 7:]
+        joint_vel[:, self._joint_index] = qvel[:, 6:]
         self.robot.write_joint_position_to_sim_mask(position=joint_pos, env_mask=env_mask)
         self.robot.write_joint_velocity_to_sim_mask(velocity=joint_vel, env_mask=env_mask)
 
