@@ -1,86 +1,13 @@
-"""Small helpers shared by the benchmark scripts (not part of the library)."""
-
-from __future__ import annotations
+"""Helpers of the benchmark scripts: ``python benchmarks/<script>.py`` puts ``benchmarks/`` on
+``sys.path``, not the repository root, so importing this first puts the root there; the helpers
+themselves are :mod:`isaac_adapter.app.bench.common`."""
 
 import os
-import platform
 import sys
 
-import torch
-
-# ``python benchmarks/<script>.py`` puts ``benchmarks/`` on ``sys.path``, not the repository root.
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-try:  # the public entry points, once the package exports them
-    from ppo_bootstrap import compute_gae, compute_gae_reference  # noqa: E402
-except ImportError:
-    from ppo_bootstrap.gae import compute_gae, compute_gae_reference  # noqa: E402
-
-from ppo_bootstrap.episode import assemble_next_values  # noqa: E402
-
-__all__ = [
-    "add_rollout_args",
-    "assemble_next_values",
-    "compute_gae",
-    "compute_gae_reference",
-    "format_table",
-    "machine_line",
-    "resolve_device",
-    "resolve_rollout_args",
-]
-
-
-def resolve_device(name: str) -> torch.device:
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda requested but torch.cuda.is_available() is False")
-    return device
-
-
-def add_rollout_args(p, per: str) -> None:
-    """The rollout-size and timing flags the learner and bootstrap-cost scripts share."""
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--num-envs", type=int, default=None,
-                   help="envs N (default: 4096 on CUDA; 1024 on CPU, where 4096 x 24 takes ~30 s per iteration)")
-    p.add_argument("--steps", type=int, default=24, help="rollout length T per env")
-    p.add_argument("--repeats", type=int, default=None, help=f"timed iterations per {per} (default: 5 CPU, 20 CUDA)")
-    p.add_argument("--warmup", type=int, default=None, help=f"untimed iterations per {per} (default: 1 CPU, 3 CUDA)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: on a small shared CPU, OpenMP barriers make 2+ threads noisy)")
-
-
-def resolve_rollout_args(a) -> tuple[torch.device, int, int]:
-    """Apply ``--threads``, fill the size and repeat defaults of the device; ``(device, repeats, warmup)``."""
-    device = resolve_device(a.device)
-    cuda = device.type == "cuda"
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    a.num_envs = a.num_envs if a.num_envs is not None else (4096 if cuda else 1024)
-    repeats = a.repeats if a.repeats is not None else (20 if cuda else 5)
-    warmup = a.warmup if a.warmup is not None else (3 if cuda else 1)
-    return device, repeats, warmup
-
-
-def machine_line(device: torch.device) -> str:
-    if device.type == "cuda":
-        what = torch.cuda.get_device_name(device)
-    else:
-        what = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads"
-    return f"torch {torch.__version__} | device {device} ({what}) | python {platform.python_version()}"
-
-
-def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """Plain fixed-width table; the first ``left`` columns left-aligned, the rest right-aligned."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        out = []
-        for i, (cell, w) in enumerate(zip(cells, widths)):
-            out.append(cell.ljust(w) if i < left else cell.rjust(w))
-        return "  ".join(out).rstrip()
-
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+from isaac_adapter.app.bench.common import *  # noqa: E402,F401,F403
+from isaac_adapter.app.bench.common import __all__  # noqa: E402,F401

@@ -60,7 +60,7 @@ from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv  # noqa: E402
 from isaac_adapter.tasks.g1_walk.assets import VARIANTS  # noqa: E402
 from isaac_adapter.tasks.g1_walk.env import make_warp_backend  # noqa: E402
 
-from physics_settings import Setting, parse_setting  # noqa: E402  (benchmarks/, beside this file)
+from isaac_adapter.app.bench.physics_settings import Setting, parse_setting  # noqa: E402
 
 
 def sync(device: torch.device) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ppo_bootstrap import checkpoint, disk, distributed, run_dir
+from ppo_bootstrap import checkpoint, disk, distributed, run_lock
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
 from ppo_bootstrap.episode import (
     FlagWatch,
@@ -299,11 +299,11 @@ class Runner:
         replaces the handler, in Python or in native code, is overruled at the next iteration with
         a warning naming it. Temporaries that killed checkpoint writes left in ``log_dir`` are
         removed at the start. The run folder is locked while ``learn`` runs
-        (:func:`ppo_bootstrap.run_dir.claim_run_dir`).
+        (:func:`ppo_bootstrap.run_lock.claim_run_dir`).
 
         Raises:
             ValueError: no ``iterations`` and no ``cfg.max_iterations``.
-            ~ppo_bootstrap.run_dir.RunDirInUseError: another live training writes ``log_dir``.
+            ~ppo_bootstrap.run_lock.RunDirInUseError: another live training writes ``log_dir``.
             ~ppo_bootstrap.disk.RunWriteError: the disk refused a checkpoint, or the run folder
                 vanished or turned read-only (log writes on a full disk only warn).
             FloatingPointError: an update left NaN or inf in the policy or its losses; names the
@@ -320,7 +320,7 @@ class Runner:
         if self.cfg.log_dir and self.rank == 0:
             checkpoint.remove_stale_temporaries(self.cfg.log_dir)
         folder = self.cfg.log_dir if self.rank == 0 else None  # one training per run folder: a second one refuses
-        with _StopOnSignal(lambda: self.last_checkpoint) as stop, run_dir.claim_run_dir(folder, self):
+        with _StopOnSignal(lambda: self.last_checkpoint) as stop, run_lock.claim_run_dir(folder, self):
             stopped = False
             if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()

@@ -1,8 +1,10 @@
-"""examples/g1_walk.py as a user runs it: one-line errors before anything is built, run folders,
---resume, and evaluation / playback of the shipped checkpoint with no flag to remember."""
+"""The command line as a user runs it (examples/g1_walk.py, python -m isaac_adapter.app): one-line
+errors before anything is built, the flags' spellings, run folders, --resume, and evaluation /
+playback of the shipped checkpoint with no flag to remember."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -16,10 +18,9 @@ from ppo_bootstrap import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "docs" / "checkpoints" / "g1_clock_it1296.pt"
-sys.path.insert(0, str(ROOT / "examples"))
 
-import g1_walk  # noqa: E402
-
+from isaac_adapter.app import cli as g1_walk  # noqa: E402  (examples/g1_walk.py is its command line)
+from isaac_adapter.app import envs  # noqa: E402
 from isaac_adapter.tasks import registry  # noqa: E402
 
 
@@ -29,7 +30,7 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     def no_env(*args, **kwargs):
         raise AssertionError("the env was built before the usage error")
 
-    monkeypatch.setattr(registry, "make_env", no_env)
+    monkeypatch.setattr(envs, "make_env", no_env)
     with pytest.raises(SystemExit) as stop:
         g1_walk.main(argv)
     message = str(stop.value)
@@ -164,6 +165,152 @@ def test_play_of_the_shipped_checkpoint_needs_no_flags(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert clip.stat().st_size > 0
     assert {p.name for p in (tmp_path / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json", "deploy.yaml"}
+
+
+# -- the flags: one declaration, Isaac Lab's spellings, the older ones as aliases ---------------------
+
+from isaac_adapter.app import args as flags  # noqa: E402
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--num_envs", "0"], "--num_envs 0: give a positive number of envs per process"),
+    (["--num-envs", "-5"], "--num-envs -5: give a positive number of envs per process"),
+    (["--max_iterations", "0"], "--max_iterations 0: give a positive number of PPO iterations"),
+    (["--iterations", "-1"], "--iterations -1: give a positive number of PPO iterations"),
+    (["--save-interval", "-1"], "--save-interval -1: give a non-negative number of iterations"),
+    (["--video", "--video_interval", "0"], "--video_interval 0: give a positive number of iterations between clips"),
+    (["--video_length", "0"], "--video_length 0.0: give a positive number of seconds"),
+    (["--play", str(SHIPPED), "--command", "1,2"], "--command 1,2: give 3 numbers separated by commas"),
+    (["--play", str(SHIPPED), "--size", "320"], "--size 320: give WIDTHxHEIGHT in pixels, e.g. 320x240"),
+    (["--num_envs", "many"], "argument --num_envs/--num-envs: invalid int value: 'many'"),
+    (["--distributed"], "--distributed: launch the processes with torchrun"),
+    (["train", "--num_envs", "0"], "--num_envs 0: give a positive number of envs per process"),
+    (["play", str(SHIPPED), "--num_envs", "0"], "--num_envs 0: give a positive number of envs per process"),
+    (["eval", "zero", "--num-envs", "0"], "--num-envs 0: give a positive number of envs per process"),
+    (["eval", "zero", "--horizon-s", "-1"], "--horizon-s -1.0: give a positive number of seconds"),
+    (["eval", "zero", "--sweep", "0.6,low"], "--sweep 0.6,low: give numbers separated by commas"),
+])
+def test_bad_counts_and_sizes_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert expected in one_line_error(argv, monkeypatch)
+    assert not (tmp_path / "logs").exists()  # no run folder was made
+
+
+def test_output_folders_that_cannot_be_made_are_refused_naming_the_path(tmp_path, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    message = one_line_error(["--log-dir", str(afile / "run")], monkeypatch)
+    assert message == f"error: --log-dir {afile / 'run'}: {afile} is a file, not a folder"
+    assert one_line_error(["--log_root", str(afile)], monkeypatch) == f"error: --log_root {afile}: {afile} is a file, not a folder"
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(flags.tempfile, "TemporaryFile", denied)  # as a read-only folder answers
+    message = one_line_error(["--log-dir", str(tmp_path / "new" / "run")], monkeypatch)
+    assert message == f"error: --log-dir {tmp_path / 'new' / 'run'}: cannot write into {tmp_path} (Permission denied)"
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("argv, field, value", [
+    (["--num_envs", "8"], "num_envs", 8), (["--num-envs", "8"], "num_envs", 8),
+    (["--max_iterations", "3"], "max_iterations", 3), (["--max-iterations", "3"], "max_iterations", 3),
+    (["--iterations", "3"], "max_iterations", 3),
+    (["--sim", "warp"], "sim", "warp"), (["--backend", "warp"], "sim", "warp"),
+    (["--log_dir", "x"], "log_dir", "x"), (["--log-dir", "x"], "log_dir", "x"),
+    (["--log_root", "r"], "log_root", "r"), (["--log-root", "r"], "log_root", "r"),
+    (["--experiment_name", "e"], "experiment_name", "e"), (["--experiment-name", "e"], "experiment_name", "e"),
+    (["--load_run", "2026.*"], "load_run", "2026.*"), (["--load-run", "2026.*"], "load_run", "2026.*"),
+    (["--run_name", "a"], "run_name", "a"), (["--run-name", "a"], "run_name", "a"),
+    (["--video_length", "2"], "video_length", 2.0), (["--play-seconds", "2"], "video_length", 2.0),
+    (["--video_interval", "5"], "video_interval", 5), (["--video-interval", "5"], "video_interval", 5),
+    (["--num_steps_per_env", "6"], "num_steps_per_env", 6), (["--num-steps-per-env", "6"], "num_steps_per_env", 6),
+    (["--no-validate"], "no_validate", True), (["--no_validate"], "no_validate", True),
+    (["--gait-clock"], "task", "G1-Walk-Clock-v0"),
+])
+def test_every_spelling_reaches_the_one_field(argv, field, value):
+    parsed = flags.parse(flags.LEGACY, argv)
+    assert getattr(parsed, field) == value
+    assert flags.parse(flags.TRAIN, argv) == dataclasses.replace(parsed, spelled=parsed.spelled)
+
+
+def test_video_is_a_switch_or_a_path():
+    assert flags.parse(flags.TRAIN, []).video is None
+    assert flags.parse(flags.TRAIN, ["--video"]).video == ""  # on, default path
+    assert flags.parse(flags.TRAIN, ["--video", "clip.mp4"]).video == "clip.mp4"
+    assert flags.parse(flags.PLAY, ["m.pt", "--video", "g1.gif"]).video == "g1.gif"
+
+
+@pytest.mark.parametrize("command", [flags.TRAIN, flags.PLAY, flags.EVAL])
+def test_every_subcommand_takes_the_task_the_sim_and_the_env_count(command):
+    parsed = flags.parse(command, ["--task", "G1-Walk-Clock-Fast-v2", "--sim", "mujoco", "--num_envs", "3"])
+    assert (parsed.task, parsed.sim, parsed.num_envs) == ("G1-Walk-Clock-Fast-v2", "mujoco", 3)
+
+
+def test_help_shows_the_defaults_and_every_registered_task():
+    for command in (flags.TRAIN, flags.PLAY, flags.EVAL, flags.LEGACY):
+        text = " ".join(flags.build_parser(command).format_help().split())  # unwrapped
+        assert all(task in text for task in registry.TASKS), command
+        assert "--task TASK" in text and "--num_envs NUM_ENVS, --num-envs NUM_ENVS" in text
+    text = " ".join(flags.build_parser(flags.TRAIN).format_help().split())
+    assert "--max_iterations MAX_ITERATIONS, --max-iterations MAX_ITERATIONS, --iterations MAX_ITERATIONS" in text
+    assert "(default: 200)" in text and "(default: logs)" in text and "(default: exact)" in text
+    assert "G1-Walk-Clock-Fast-v1" in text and "G1-Walk-Smooth-v0" in text
+
+
+def test_the_module_prints_a_bad_count_as_one_line_and_exits_1(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "isaac_adapter.app", "train", "--num_envs", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "error: --num_envs 0: give a positive number of envs per process\n"
+
+
+def test_training_with_video_records_a_clip_every_interval_into_the_run_folder(tmp_path):
+    from test_g1_play import _egl_renders
+
+    if not _egl_renders():
+        pytest.skip("no headless OpenGL (EGL) for MuJoCo here")
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "isaac_adapter.app", "train", "--num_envs", "2", "--num_steps_per_env", "4",
+           "--max_iterations", "3", "--save_interval", "0", "--video", "--video_interval", "2", "--video_length", "0.2",
+           "--size", "32x24", "--log_dir", str(run)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    from PIL import Image
+
+    # a clip at iteration 2 (the interval) and at the end (3); 0.2 s of 20 ms steps, every 3rd at 17 fps: 4 frames
+    assert sorted(p.name for p in (run / "videos" / "train").iterdir()) == ["it_2.gif", "it_3.gif"]
+    for clip in (run / "videos" / "train").iterdir():
+        with Image.open(clip) as gif:
+            assert gif.size == (32, 24) and gif.n_frames == 4
+    # each stretch of training ends in a checkpoint: the clip's policy is saved
+    assert sorted(p.name for p in run.glob("model_*.pt")) == ["model_2.pt", "model_3.pt"]
+    assert f"clip: {run / 'videos' / 'train' / 'it_2.gif'}" in done.stdout
+
+
+# -- outputs go to the run folder or --log_root, never into the checkout -------------------------------
+
+def test_play_and_eval_write_into_the_run_folder_or_under_log_root(tmp_path):
+    from isaac_adapter.app.play import output_dir
+
+    args = flags.parse(flags.PLAY, ["--log_root", str(tmp_path / "logs")])
+    # a shipped checkpoint lies in the checkout: its outputs go under --log_root
+    assert output_dir(args, SHIPPED, "G1-Walk-Clock-v0") == tmp_path / "logs" / "G1-Walk-Clock-v0" / "g1_clock_it1296"
+    run = tmp_path / "logs" / "demo" / "2026-12-01_10-00-00"
+    assert output_dir(args, run / "model_5.pt", "demo") == run  # a run folder: its own (as Isaac Lab's play.py)
+    elsewhere = tmp_path / "mine" / "model_5.pt"
+    assert output_dir(args, elsewhere, "demo") == elsewhere.parent
+    given = flags.parse(flags.PLAY, ["--log_dir", str(tmp_path / "here")])
+    assert output_dir(given, SHIPPED, "G1-Walk-Clock-v0") == tmp_path / "here"
+
+
+def test_eval_plots_go_under_log_root_not_into_the_working_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    g1_walk.main(["eval", str(SHIPPED), "--num_envs", "2", "--horizon_s", "0.2", "--sweep", "0.60", "--log_root", "out"])
+    plots = tmp_path / "out" / "G1-Walk-Clock-v0" / "g1_clock_it1296" / "eval"
+    assert {p.name for p in plots.iterdir()} >= {"survival.png", "causes.png"}
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert f"wrote {Path('out', 'G1-Walk-Clock-v0', 'g1_clock_it1296', 'eval', 'survival.png')}" in capsys.readouterr().out
 
 
 def test_export_of_the_shipped_checkpoint_writes_the_actor_and_its_deploy_yaml(tmp_path, capsys):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -61,11 +60,7 @@ def test_the_robust_gate_is_the_walking_gate_with_the_randomization_on() -> None
 
 
 def test_the_robust_mode_prints_the_table_for_a_shipped_checkpoint(capsys) -> None:
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import g1_gate
-    finally:
-        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    from isaac_adapter.app.bench import g1_gate
     rc = g1_gate.main([CHECKPOINT, "--robust", "--starts", "1", "--horizon-s", "0.5", "--physics-threads", "1"])
     out = capsys.readouterr().out
     assert "7 envs, reference physics, randomized" in out and "robust gate: 6 commands x 1 noisy starts x 0.5 s" in out

@@ -4,9 +4,6 @@ the Runner's per-iteration ``metrics.jsonl``."""
 from __future__ import annotations
 
 import json
-import os
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -165,17 +162,11 @@ def test_all_standing_passes_the_stepping_criteria() -> None:
 
 # -- examples/g1_walk.py --eval -----------------------------------------------------------------------
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-
-
 @pytest.fixture(scope="module")
 def g1_walk():
-    sys.path.insert(0, EXAMPLES)
-    try:
-        import g1_walk
-    finally:
-        sys.path.remove(EXAMPLES)
-    return g1_walk
+    from isaac_adapter.app import cli  # examples/g1_walk.py is its command line
+
+    return cli
 
 
 def test_eval_argv_moves_the_checkpoint_first_and_keeps_every_other_flag(g1_walk) -> None:
@@ -204,10 +195,10 @@ def test_abbreviated_eval_is_refused_rather_than_training(g1_walk) -> None:
 
 
 def test_main_forwards_eval_flags_untouched(g1_walk, monkeypatch) -> None:
+    from isaac_adapter.app import eval as evaluation
+
     received: list[list[str]] = []
-    fake = types.ModuleType("g1_eval")
-    fake.main = lambda argv: received.append(list(argv))
-    monkeypatch.setitem(sys.modules, "g1_eval", fake)
+    monkeypatch.setattr(evaluation, "main", lambda argv: received.append(list(argv)))
     assert g1_walk.main(["--num-envs", "8", "--eval", "m.pt", "--seed", "3"]) is None
     assert received == [["m.pt", "--num-envs", "8", "--seed", "3"]]
 

@@ -28,7 +28,7 @@ def test_play_writes_a_gif_of_the_policy(tmp_path):
 
     out = tmp_path / "play.gif"
     cmd = [sys.executable, os.path.join(ROOT, "examples", "g1_walk.py"), "--play", CHECKPOINT, "--gait-clock",
-           "--video", str(out), "--play-seconds", "0.4", "--size", "64x48", "--fps", "25"]
+           "--video", str(out), "--play-seconds", "0.4", "--size", "64x48", "--fps", "25", "--log_root", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     with Image.open(out) as gif:

@@ -4,8 +4,6 @@ through ``examples/g1_walk.py``."""
 from __future__ import annotations
 
 import math
-import os
-import sys
 from pathlib import Path
 
 import torch
@@ -60,11 +58,7 @@ def test_g1_walk_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
 
 
 def test_example_script_trains_and_writes_a_checkpoint(tmp_path: Path) -> None:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-    try:
-        from g1_walk import main
-    finally:
-        sys.path.pop(0)
+    from isaac_adapter.app.cli import main  # examples/g1_walk.py's
     runner = main(["--num-envs", "8", "--iterations", "1", "--num-steps-per-env", "8", "--log-dir", str(tmp_path)])
     assert runner.iteration == 1 and (tmp_path / "model_1.pt").exists()
     assert runner.env.validate_actions and not torch.backends.cuda.matmul.allow_tf32
@@ -72,11 +66,7 @@ def test_example_script_trains_and_writes_a_checkpoint(tmp_path: Path) -> None:
 
 def test_example_script_flags_for_speed(tmp_path: Path) -> None:
     """--no-validate also drops the env's finite-action check; --tf32 switches TF32 matmuls on."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-    try:
-        from g1_walk import main
-    finally:
-        sys.path.pop(0)
+    from isaac_adapter.app.cli import main  # examples/g1_walk.py's
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     try:
         runner = main(["--num-envs", "8", "--iterations", "1", "--num-steps-per-env", "8", "--log-dir", str(tmp_path),

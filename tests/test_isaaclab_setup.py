@@ -12,8 +12,6 @@ import torch
 from isaac_adapter.isaaclab import robot
 from isaac_adapter.isaaclab.robot import G1_USD, IsaacLabSetupError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def test_asset_root_errors_name_the_command_that_builds_it(monkeypatch, tmp_path):
@@ -31,7 +29,7 @@ def test_asset_root_errors_name_the_command_that_builds_it(monkeypatch, tmp_path
 @pytest.mark.skipif(sys.version_info[:2] == (3, 12) and __import__("importlib").util.find_spec("isaaclab") is not None,
                     reason="Isaac Lab is installed here")
 def test_training_script_stops_before_building_with_one_line(capsys):
-    import g1_walk
+    from isaac_adapter.app import cli as g1_walk
 
     with pytest.raises(SystemExit) as stop:
         g1_walk.main(["--sim", "isaaclab", "--num-envs", "2", "--iterations", "1"])
@@ -41,7 +39,7 @@ def test_training_script_stops_before_building_with_one_line(capsys):
 
 
 def test_isaac_lab_tasks_need_the_isaac_lab_sim():
-    import g1_walk
+    from isaac_adapter.app import cli as g1_walk
 
     with pytest.raises(SystemExit) as stop:
         g1_walk.main(["--task", "Isaac-Velocity-Flat-G1", "--sim", "mujoco"])

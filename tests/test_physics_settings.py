@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import physics_settings as ps  # noqa: E402
+from isaac_adapter.app.bench import physics_settings as ps  # noqa: E402
 
 SCRIPT = REPO / "benchmarks" / "physics_settings.py"
 

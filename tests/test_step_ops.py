@@ -5,15 +5,10 @@ rows it measured when another fails."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from step_ops import OpCounter  # noqa: E402
+from isaac_adapter.app.bench.step_ops import OpCounter
 
 
 def _count(fn) -> int:
@@ -56,7 +51,7 @@ def test_labels_split_the_count_by_the_innermost_labelled_call() -> None:
 
 
 def test_warp_load_lines_split_into_named_modules_and_per_model_kernels() -> None:
-    from warp_compile import split_loads
+    from isaac_adapter.app.bench.warp_compile import split_loads
 
     log = "\n".join([
         "Module mujoco_warp._src.smooth 439a86e load on device 'cuda:0' took 8286.02 ms  (compiled)",
@@ -74,7 +69,7 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
     import json
     import subprocess
 
-    import warp_compile
+    from isaac_adapter.app.bench import warp_compile
 
     row = {"device": "cuda:0", "preload_workers": 0, "cache": "empty", "preload_s": 0.0, "build_s": 47.7,
            "first_step_s": 0.1, "total_s": 47.8, "named_compiled_s": 13.0, "named_n": 8,
@@ -106,7 +101,7 @@ def test_warp_compile_measures_one_row_per_foot_collider(monkeypatch, capsys) ->
     import json
     import subprocess
 
-    import warp_compile
+    from isaac_adapter.app.bench import warp_compile
 
     asked = []
 
@@ -130,7 +125,7 @@ def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_l
     import json
     import subprocess
 
-    import warp_compile
+    from isaac_adapter.app.bench import warp_compile
 
     row = {"device": "cpu", "preload_workers": 0, "cache": "given", "preload_s": 0.0, "build_s": 1.0,
            "first_step_s": 0.1, "total_s": 1.1, "named_compiled_s": 0.0, "named_n": 0,
@@ -158,7 +153,7 @@ def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_l
 
 
 def test_warp_compile_refuses_an_optimization_level_the_training_start_would_not_use(capsys) -> None:
-    import warp_compile
+    from isaac_adapter.app.bench import warp_compile
 
     with pytest.raises(SystemExit) as stop:
         warp_compile.main(["--training-start", "--optimization-level", "1"])
@@ -167,7 +162,7 @@ def test_warp_compile_refuses_an_optimization_level_the_training_start_would_not
 
 
 def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> None:
-    import warp_compile
+    from isaac_adapter.app.bench import warp_compile
 
     log = tmp_path / "train.log"
     log.write_text("Warp 1.19.0 initialized:\n"

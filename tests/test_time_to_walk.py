@@ -13,9 +13,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import time_to_walk as ttw  # noqa: E402
+from isaac_adapter.app.bench import time_to_walk as ttw  # noqa: E402
 
 SCRIPT = REPO / "benchmarks" / "time_to_walk.py"
 

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import train_gpu  # noqa: E402
+from isaac_adapter.app.bench import train_gpu  # noqa: E402
 
 SCRIPT = REPO / "benchmarks" / "train_gpu.py"
 

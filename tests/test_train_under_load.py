@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import train_under_load as tul  # noqa: E402
+from isaac_adapter.app.bench import train_under_load as tul  # noqa: E402
 
 
 def test_cgroup_quota_v2_and_v1(tmp_path: Path) -> None:

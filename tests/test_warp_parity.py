@@ -24,8 +24,6 @@ controls; what differs is arithmetic and the constraint solver's stopping point:
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -40,9 +38,8 @@ from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend, SimulationHeal
 from isaac_adapter.math import quat_apply  # noqa: E402
 from isaac_adapter.tasks.g1_walk import assets  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from warp_feet import feet_parity, max_errors  # noqa: E402
-from warp_feet import g1_model as g1  # noqa: E402
+from isaac_adapter.app.bench.warp_feet import feet_parity, max_errors  # noqa: E402
+from isaac_adapter.app.bench.warp_feet import g1_model as g1  # noqa: E402
 
 wp.config.quiet = True
 DEVICE = os.environ.get("WARP_PARITY_DEVICE", "cpu")

@@ -19,18 +19,14 @@ converter disabled self-collisions and gave the floor-paired geoms priority over
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
 @pytest.fixture(scope="module")
 def parity():
-    import sim_parity
+    from isaac_adapter.app.bench import sim_parity
 
     return sim_parity.run_compare(None)
 

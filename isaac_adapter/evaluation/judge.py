@@ -33,6 +33,7 @@ import torch
 from isaac_adapter.evaluation.trace import RolloutTrace
 from isaac_adapter.tasks.g1_walk import terms
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NONE, CAUSE_TIMEOUT, CAUSE_TRAIN_RULE, NEVER
+from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 OUTCOMES = ("survived", "fall", "timeout")
 SURVIVED, FALL, TIMEOUT = 0, 1, 2
@@ -48,14 +49,16 @@ class ThresholdSet:
         tilt_xy_max: on ``tilt_xy`` (0 upright, 1 flat; 0.8 is about 63 degrees of tilt).
         lateral_vel_max: m/s on ``|v_y|`` in the body frame.
         tilt_grace_s, lateral_grace_s: start-of-episode windows in which the rule is not checked.
+
+    The defaults are the G1 task's termination config (:class:`G1WalkConfig`), stated there once.
     """
 
     name: str
-    eval_success_height: float = 0.60
-    tilt_xy_max: float = 0.8
-    lateral_vel_max: float = 1.15
-    tilt_grace_s: float = 0.4
-    lateral_grace_s: float = 0.7
+    eval_success_height: float = G1WalkConfig.eval_success_height
+    tilt_xy_max: float = G1WalkConfig.tilt_threshold
+    lateral_vel_max: float = G1WalkConfig.lateral_vel_threshold
+    tilt_grace_s: float = G1WalkConfig.tilt_grace_s
+    lateral_grace_s: float = G1WalkConfig.lateral_grace_s
 
     def first_checked_steps(self, dt: float) -> torch.Tensor:
         """``[3]`` long: first episode step each rule is checked (height, tilt, lateral)."""

@@ -20,6 +20,10 @@ from isaac_adapter.evaluation.judge import FALL, SURVIVED, TIMEOUT, FallJudgemen
 from isaac_adapter.evaluation.trace import RolloutTrace
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TRAIN_RULE, SIGNAL_CAUSES
 
+#: The evaluation heights (m) the command line's sweep judges by default: the task's 0.60 m and two
+#: looser ones, on the same rollouts.
+SWEEP_HEIGHTS = (0.60, 0.50, 0.45)
+
 FALL_CAUSES = tuple(CAUSE_NAMES[code] for code in (*SIGNAL_CAUSES, CAUSE_TRAIN_RULE))  # height, tilt, lateral, train_rule
 
 

@@ -43,7 +43,7 @@ class IsaacVelocityProbe:
         self.dt = float(base.step_dt)
         self.cause_names = CAUSE_NAMES
         self.training_rule = None
-        self.evaluation_rule = ThresholdSet(name="eval 0.60 m")
+        self.evaluation_rule = ThresholdSet(name=f"eval {ThresholdSet.eval_success_height:.2f} m")  # the G1 task's
         self.robot = base.scene["robot"]
         self.sensor = base.scene["contact_forces"]
         self._sensor_feet = self.sensor.find_bodies(feet)[0]

