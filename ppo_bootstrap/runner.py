@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import collections
-import ctypes
 import dataclasses
-import functools
-import json
-import math
 import os
 import random
-import signal
-import threading
 import time
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,57 +16,14 @@ import torch
 
 from ppo_bootstrap import checkpoint, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
-from ppo_bootstrap.episode import (
-    FlagWatch,
-    check_contract,
-    check_finite,
-    declared_time_limit,
-    obs_layout,
-    recover_non_finite,
-)
+from ppo_bootstrap.episode import FlagWatch, check_contract, check_finite, declared_time_limit, obs_layout, recover_non_finite
+from ppo_bootstrap.logger import EpisodeStats, LogSums, Logger, format_progress, read_metrics
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
+from ppo_bootstrap.signals import _StopOnSignal
 from ppo_bootstrap.symmetry import env_symmetry
 
-
-class LogSums:
-    """Sums of the scalars of ``info["log"]`` over a rollout, read once at its end.
-
-    An env logs the same keys at every step (the G1 task logs about 45): their tensors are stacked
-    and added as one vector, two kernel launches per step instead of one per key, and read with one
-    host synchronisation. Python numbers are summed on the host; a step with other tensor keys
-    folds the running vector into per-key sums and starts a new one.
-    """
-
-    def __init__(self) -> None:
-        self._keys: tuple[str, ...] = ()
-        self._vector: torch.Tensor | None = None
-        self._done: list[tuple[tuple[str, ...], torch.Tensor]] = []  # vectors of earlier key sets
-        self._host: dict[str, float] = {}
-
-    def add(self, log: dict[str, Any]) -> None:
-        keys = tuple(k for k, v in log.items() if isinstance(v, torch.Tensor))
-        for key, value in log.items():
-            if not isinstance(value, torch.Tensor):
-                self._host[key] = self._host.get(key, 0.0) + float(value)
-        if not keys:
-            return
-        # float32 as the env logs them (a cast per key would cost the launch the stack saves)
-        values = [v.reshape(()) if v.dtype == torch.float32 else v.reshape(()).float() for v in map(log.get, keys)]
-        if keys != self._keys or self._vector is None or values[0].device != self._vector.device:
-            if self._vector is not None:
-                self._done.append((self._keys, self._vector))
-            self._keys, self._vector = keys, torch.zeros(len(keys), device=values[0].device)
-        self._vector += torch.stack(values)
-
-    def totals(self) -> dict[str, float]:
-        """``{key: sum over the steps that logged it}``; one host synchronisation per key set."""
-        out = dict(self._host)
-        vectors = self._done + ([(self._keys, self._vector)] if self._vector is not None else [])
-        for keys, vector in vectors:
-            for key, value in zip(keys, vector.tolist()):
-                out[key] = out.get(key, 0.0) + value
-        return out
+__all__ = ["LogSums", "Runner", "RunnerConfig", "format_progress", "read_metrics", "seed_everything"]
 
 
 @dataclass
@@ -178,10 +127,8 @@ class Runner:
         self.metadata: dict[str, Any] = {}
         """What the checkpoint records of the task (e.g. ``{"id": ..., "env": {...}}``), so that
         evaluation, playback and resume need no flag to rebuild it."""
-        self.recent_episodes: collections.deque[tuple[float, float]] = collections.deque(maxlen=100)
-        self.episode_return = torch.zeros(env.num_envs, device=self.device)
-        self.episode_length = torch.zeros(env.num_envs, device=self.device)
-        self._writer = None
+        self.episodes = EpisodeStats(env.num_envs, self.device)
+        self.logger = Logger(self.cfg.log_dir, self.cfg.console, self.rank)
         self._set_threads()
 
     def _set_threads(self) -> None:
@@ -212,7 +159,6 @@ class Runner:
         """One rollout into the algorithm's storage; returns episode statistics of this rollout."""
         env, alg = self.env, self.alg
         alg.start_rollout()
-        ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per step: done, return, length
         info_sums = LogSums()
         n_broken = 0
         for _ in range(self.cfg.num_steps_per_env):
@@ -230,35 +176,28 @@ class Runner:
                 check_finite(result)
             result = self._on_device(result)
             done = alg.process_env_step(result)
-
-            keep = (~done).to(torch.float32)
-            self.episode_return += result.reward
-            self.episode_length += 1
-            self.flag_watch.lengths(self.episode_length, result.truncated)
-            ends.append((done, self.episode_return.clone(), self.episode_length.clone()))
-            self.episode_return *= keep
-            self.episode_length *= keep
+            self.flag_watch.lengths(self.episodes.step(result.reward, done), result.truncated)
             info_sums.add(result.info.get("log", {}))
             self.obs = self._to_device(result.obs)
         self.flag_watch.report()
-        ended_returns, ended_lengths = self._ended_episodes(ends)
-        self.recent_episodes.extend(zip(ended_returns.tolist(), ended_lengths.tolist()))
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
-        n = float(ended_returns.numel())
         stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.totals().items()}
-        stats["episodes/ended"] = n
-        stats["episodes/non_finite_resets"] = float(n_broken)
-        if n:
-            stats["episodes/mean_return"] = float(ended_returns.sum()) / n
-            stats["episodes/mean_length"] = float(ended_lengths.sum()) / n
-        return stats
+        return {**stats, **self.episodes.end_rollout(), "episodes/non_finite_resets": float(n_broken)}
 
-    @staticmethod
-    def _ended_episodes(ends: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return and length ``[E]`` of every episode that ended in the rollout, from the per-step
-        ``(done [N], return [N], length [N])`` records (one host sync per rollout)."""
-        done = torch.stack([d for d, _, _ in ends])
-        return torch.stack([r for _, r, _ in ends])[done], torch.stack([n for _, _, n in ends])[done]
+    @property
+    def episode_return(self) -> torch.Tensor:
+        """Return of each env's episode in progress ``[N]`` (:attr:`episodes`)."""
+        return self.episodes.returns
+
+    @property
+    def episode_length(self) -> torch.Tensor:
+        """Length of each env's episode in progress ``[N]`` (:attr:`episodes`)."""
+        return self.episodes.lengths
+
+    @property
+    def recent_episodes(self) -> collections.deque[tuple[float, float]]:
+        """``(return, length)`` of the last 100 ended episodes (:attr:`episodes`)."""
+        return self.episodes.recent
 
     # ------------------------------------------------------------------ training
     last_checkpoint: Path | None = None
@@ -283,7 +222,7 @@ class Runner:
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
-        started = time.perf_counter()
+        self.logger.start(self.iteration, iterations)
         if self.cfg.log_dir and self.rank == 0:
             checkpoint.remove_stale_temporaries(self.cfg.log_dir)
         with _StopOnSignal(lambda: self.last_checkpoint) as stop:
@@ -300,22 +239,16 @@ class Runner:
                 update = self.alg.update(self.generator)
                 stats.update(update)
                 self.alg.update_normalizers()
-                self._check_finite(update)
+                checkpoint.check_update_finite(self.policy.state_dict(), update, self.iteration + 1,
+                                               self.last_checkpoint)
                 t2 = time.perf_counter()
                 self.iteration += 1
                 stats["perf/collection_s"] = t1 - t0
                 stats["perf/learning_s"] = t2 - t1
                 stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
                 stats["policy/mean_action_std"] = float(self.alg.storage.data["action_std"].mean())
-                if self.recent_episodes:
-                    returns, lengths = zip(*self.recent_episodes)
-                    stats["episodes/mean_return_100"] = sum(returns) / len(returns)
-                    stats["episodes/mean_length_100"] = sum(lengths) / len(lengths)
-                elapsed = time.perf_counter() - started
-                done_here = self.iteration - start_iteration
-                stats["perf/elapsed_s"] = elapsed
-                stats["perf/eta_s"] = elapsed / done_here * (iterations - done_here)
-                self._log(stats, start_iteration + iterations)
+                stats.update(self.episodes.recent_means())
+                self.logger.log(self.iteration, self.total_steps, stats)
                 self.last_stats = stats
                 if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
                     self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
@@ -335,20 +268,6 @@ class Runner:
             print(f"stopping after {after} on {stop.signal_name}", flush=True)
         return True
 
-    def _check_finite(self, update: dict[str, float]) -> None:
-        """Raise if the update left NaN or inf in the policy (one fused check, one host sync) or in its
-        losses (an overflowed loss clips its gradient to nothing: the update did not happen)."""
-        tensor = checkpoint.first_non_finite(self.policy.state_dict())
-        loss = next((key for key, value in update.items() if not math.isfinite(value)), None)
-        if tensor is None and loss is None:
-            return
-        what = f"policy tensor {tensor!r}" if tensor is not None else f"its {loss} ({update[loss]})"
-        raise FloatingPointError(
-            f"iteration {self.iteration + 1}: the update left NaN or inf in {what} (rewards or observations too "
-            f"large for float32, or too high a learning rate?); not saved, the last checkpoint is "
-            f"{self.last_checkpoint or 'none'}"
-        )
-
     def _warm_up_normalizers(self) -> None:
         """One rollout of the initial policy whose only use is observation statistics.
 
@@ -359,25 +278,9 @@ class Runner:
         steps = self.total_steps
         self._collect()
         self.total_steps = steps  # no learning happened: the warm-up rollout is not a training step
-        self.recent_episodes.clear()
+        self.episodes.recent.clear()
         self.alg.update_normalizers()
         self.normalizers_warm = True
-
-    def _log(self, stats: dict[str, float], final_iteration: int) -> None:
-        if self.rank != 0:
-            return
-        if self.cfg.log_dir:
-            if self._writer is None:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(log_dir=self.cfg.log_dir)
-            for key, value in stats.items():
-                self._writer.add_scalar(key, value, self.iteration)
-            row = {"iteration": self.iteration, "total_steps": self.total_steps, "time": time.time(), **stats}
-            with open(Path(self.cfg.log_dir) / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(row) + "\n")
-        if self.cfg.console:
-            print(format_progress(self.iteration, final_iteration, self.total_steps, stats), flush=True)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -393,17 +296,11 @@ class Runner:
             **({"task": self.metadata} if self.metadata else {}),
             "obs": self.obs,
             "states": self.alg.states,
-            "episode_return": self.episode_return,
-            "episode_length": self.episode_length,
-            "recent_episodes": list(self.recent_episodes),
+            "episode_return": self.episodes.returns,
+            "episode_length": self.episodes.lengths,
+            "recent_episodes": list(self.episodes.recent),
             "env": env_state,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "numpy": np.random.get_state(),
-                "python": random.getstate(),
-                "generator": self.generator.get_state(),
-            },
+            "rng": checkpoint.rng_state(self.generator),
         }
 
     def save(self, path: str | os.PathLike) -> None:
@@ -463,17 +360,10 @@ class Runner:
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
-        self.episode_return = ckpt["episode_return"]
-        self.episode_length = ckpt["episode_length"]
-        self.recent_episodes.clear()
-        self.recent_episodes.extend(tuple(e) for e in ckpt.get("recent_episodes", ()))
-        rng = ckpt["rng"]
-        torch.set_rng_state(rng["torch"].cpu())
-        if rng["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
-        np.random.set_state(rng["numpy"])
-        random.setstate(rng["python"])
-        self.generator.set_state(rng["generator"].cpu())
+        self.episodes.returns, self.episodes.lengths = ckpt["episode_return"], ckpt["episode_length"]
+        self.episodes.recent.clear()
+        self.episodes.recent.extend(tuple(e) for e in ckpt.get("recent_episodes", ()))
+        checkpoint.set_rng_state(ckpt["rng"], self.generator)
 
     def _check_resume(self, ckpt: dict[str, Any]) -> None:
         """Raise ``ValueError`` unless ``ckpt`` can continue exactly on this env; changes nothing."""
@@ -484,10 +374,7 @@ class Runner:
         saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
         if saved != current:
             raise ValueError(f"its observation groups {saved} differ from this env's {current}")
-        rng = ckpt["rng"]
-        for name, now in (("torch", torch.get_rng_state()), ("generator", self.generator.get_state())):
-            if not torch.is_tensor(rng[name]) or rng[name].shape != now.shape:
-                raise ValueError(f"its {name} RNG state is malformed")
+        checkpoint.check_rng_state(ckpt["rng"], self.generator)
         if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
             self.env.check_state_dict(ckpt["env"])
 
@@ -511,159 +398,3 @@ class Runner:
         from ppo_bootstrap.export import export_actor_onnx
 
         export_actor_onnx(self.policy, self.obs[POLICY].shape[-1], path)
-
-
-class _StopOnSignal:
-    """Turns the first SIGINT / SIGTERM into a request to stop; a second one exits at once.
-
-    The second signal writes one line naming the last checkpoint to stderr and raises
-    ``SystemExit(128 + signum)``: no traceback, and a checkpoint write in progress removes its
-    temporary on the way out. Libraries may replace the handler, in Python or in native code (where
-    Python never hears of it); :meth:`reassert`, once per iteration, installs it again and warns once
-    per signal naming the replacement. The previous handlers come back on exit.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
-        self.requested = False
-        self.signal_name = ""
-        self._last_checkpoint = last_checkpoint
-        self._previous: dict[int, Any] = {}
-        self._native: dict[int, int | None] = {}  # the C-level handler behind ours, where readable
-        self._warned: set[int] = set()
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if self.requested:  # a second signal: stop now
-            last = self._last_checkpoint() or "none written by this process"
-            os.write(2, f"second {name}: stopping at once; the last checkpoint is {last}\n".encode())  # no buffered I/O in a handler
-            raise SystemExit(128 + signum)
-        self.requested = True
-        self.signal_name = name
-
-    def _install(self, sig: int) -> Any:
-        previous = signal.signal(sig, self._handle)
-        self._native[sig] = _native_handler(sig)
-        return previous
-
-    def __enter__(self) -> "_StopOnSignal":
-        if threading.current_thread() is threading.main_thread():  # handlers can only live there
-            for sig in self.SIGNALS:
-                self._previous[sig] = self._install(sig)
-        return self
-
-    def reassert(self) -> None:
-        """Install the handler again where a library replaced it; warn once per signal, naming the replacement."""
-        for sig in self._previous:
-            current, native = signal.getsignal(sig), self._native[sig]
-            if current != self._handle:
-                replaced_by = _handler_name(current)
-            elif native is None:  # the C level cannot be read here: install again, unseen
-                replaced_by = None
-            elif _native_handler(sig) != native:
-                replaced_by = "native code (a handler installed outside Python)"
-            else:
-                continue
-            self._install(sig)
-            if replaced_by is not None and sig not in self._warned:
-                self._warned.add(sig)
-                warnings.warn(f"the {signal.Signals(sig).name} handler was replaced by {replaced_by}; the Runner "
-                              "installed its own again, so a stop request still ends training after the iteration",
-                              RuntimeWarning, stacklevel=3)
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
-def _handler_name(handler: Any) -> str:
-    if handler is None:
-        return "native code (a handler installed outside Python)"
-    if isinstance(handler, signal.Handlers):
-        return handler.name
-    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', repr(handler))}"
-
-
-@functools.cache
-def _libc() -> Any:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.sigaction.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-    return libc
-
-
-def _native_handler(signum: int) -> int | None:
-    """The address of the process's C-level handler for ``signum`` (libc ``sigaction``; the handler
-    is the first field of ``struct sigaction`` on Linux and macOS), or ``None`` where unreadable."""
-    try:
-        buf = ctypes.create_string_buffer(512)  # larger than any struct sigaction
-        if _libc().sigaction(signum, None, buf) != 0:
-            return None
-    except (OSError, AttributeError, TypeError):
-        return None
-    return ctypes.c_void_p.from_buffer(buf).value or 0
-
-
-def read_metrics(log_dir: str | os.PathLike) -> list[dict[str, float]]:
-    """The rows of ``log_dir/metrics.jsonl`` in iteration order, one per iteration.
-
-    A run resumed from a checkpoint older than its last logged iteration logs those iterations
-    again; the later row of an iteration is the one the resumed run continued from, so it wins.
-    Each row gains ``train_s``: the Runner's collection and update seconds summed up to and
-    including it (start-up, kernel compilation and checkpoint writes are not in it).
-    """
-    rows: dict[int, dict[str, float]] = {}
-    with open(Path(log_dir) / "metrics.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            rows[int(row["iteration"])] = row
-    train_s = 0.0
-    out = []
-    for iteration in sorted(rows):
-        row = rows[iteration]
-        train_s += row["perf/collection_s"] + row["perf/learning_s"]
-        out.append({**row, "train_s": train_s})
-    return out
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def format_progress(iteration: int, final_iteration: int, total_steps: int, stats: dict[str, float]) -> str:
-    """The console block printed after each iteration, in rsl_rl's shape: what the iteration cost,
-    how the episodes end (falls apart from timeouts) and what the value target added at timeouts,
-    then the env's own logs and the run's clock."""
-    ended = stats["episodes/ended"]
-    falls, timeouts = stats["episodes/terminated"], stats["episodes/truncated_only"]
-    per_end = f" (per ended episode: {falls / ended:.2f} falls, {timeouts / ended:.2f} timeouts)" if ended else ""
-    rows = [
-        ("computation", f"{stats['perf/steps_per_s']:,.0f} steps/s (collection {stats['perf/collection_s']:.2f} s, "
-                        f"learning {stats['perf/learning_s']:.2f} s)"),
-        ("mean action std", f"{stats['policy/mean_action_std']:.3f}" if "policy/mean_action_std" in stats else "-"),
-    ]
-    if "episodes/mean_return_100" in stats:
-        rows += [("mean return (last 100 episodes)", f"{stats['episodes/mean_return_100']:.3f}"),
-                 ("mean length (last 100 episodes)", f"{stats['episodes/mean_length_100']:.1f} steps")]
-    rows += [
-        ("episodes ended this iteration", f"{ended:.0f}: {falls:.0f} falls, {timeouts:.0f} timeouts{per_end}"),
-        ("timeout bootstrap gamma*V(s_final)", f"{stats['timeout_bootstrap/mean']:.3f} (mean over this iteration's timeouts)"),
-        ("value / surrogate loss", f"{stats['loss/value']:.4f} / {stats['loss/surrogate']:.4f}"),
-        ("entropy / kl / learning rate", f"{stats['loss/entropy']:.3f} / {stats['policy/kl']:.4f} / {stats['policy/learning_rate']:.2e}"),
-    ]
-    env_rows = [(k.removeprefix("env/"), f"{v:.4f}") for k, v in stats.items() if k.startswith("env/")]
-    clock = [("total env steps", f"{total_steps:,}"),
-             ("iteration time", f"{stats['perf/collection_s'] + stats['perf/learning_s']:.2f} s")]
-    if "perf/elapsed_s" in stats:
-        clock += [("elapsed", _clock(stats["perf/elapsed_s"])), ("ETA", _clock(stats["perf/eta_s"]))]
-    label = max(len(name) for name, _ in rows + env_rows + clock) + 2
-    width = max(72, label + 40)
-    lines = [f" Learning iteration {iteration}/{final_iteration} ".center(width, "#")]
-    lines += [f"{name:>{label}}: {value}" for name, value in rows]
-    if env_rows:
-        lines.append(" env logs, mean per policy step (Episode_Termination/*: ends per step) ".center(width, "-"))
-        lines += [f"{name:>{label}}: {value}" for name, value in env_rows]
-    lines.append("-" * width)
-    lines += [f"{name:>{label}}: {value}" for name, value in clock]
-    return "\n".join(lines)
