@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -162,6 +163,7 @@ def run(argv: list[str]) -> Runner | None:
         evaluate([a for a in forwarded if a != "--debug"])
         return None
     args = parse_args(argv)
+    args.argv = argv  # for the resume command a stopped run prints
     if args.replay:
         replay(args)
         return None
@@ -180,6 +182,24 @@ def resume_path(args: argparse.Namespace, experiment: str) -> Path | None:
             raise registry.UsageError(f"--checkpoint {args.checkpoint} is no file; to search the runs, add --resume")
         return None
     return find_checkpoint(args.log_root, experiment, args.load_run, args.checkpoint or r"model_\d+\.pt")
+
+
+def resume_command(argv: list[str], path: Path) -> str:
+    """The command that continues a stopped run from ``path``: its own flags, with ``--checkpoint
+    PATH`` in place of its resume flags (``--resume``, ``--load_run``, ``--checkpoint``)."""
+    kept, skip = [], False
+    for arg in argv:
+        name = arg.split("=", 1)[0]
+        if skip or name == "--resume":
+            skip = False
+        elif name in ("--load_run", "--checkpoint"):
+            skip = "=" not in arg  # its value is the next word
+        else:
+            kept.append(arg)
+    script = os.path.relpath(__file__)
+    world = distributed.world_size()
+    launcher = ["torchrun", "--nproc-per-node", str(world)] if world > 1 else ["python"]
+    return shlex.join([*launcher, script if not script.startswith("..") else __file__, *kept, "--checkpoint", str(path)])
 
 
 def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: registry.TaskSpec) -> G1WalkConfig | None:
@@ -291,9 +311,11 @@ def train(args: argparse.Namespace) -> Runner:
         # where the wait before the first iteration goes (it counts in a time-to-walk wall clock)
         print(f"startup: {env_start - STARTED:.1f} s to import and configure, {env_done - env_start:.1f} s to build "
               f"the env, {learner_s:.1f} s to build the learner", flush=True)
-    runner.learn(iterations)
-    if rank == 0:
-        finish(runner, spec, sim, env, Path(cfg.log_dir))
+    runner.signals.resume_hint = lambda path: resume_command(args.argv, path)
+    with runner.signals:  # a second Ctrl-C during the export and evaluation exits as cleanly as in training
+        runner.learn(iterations)
+        if rank == 0:
+            finish(runner, spec, sim, env, Path(cfg.log_dir))
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()
     return runner

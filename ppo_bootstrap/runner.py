@@ -17,10 +17,10 @@ import torch
 from ppo_bootstrap import checkpoint, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
 from ppo_bootstrap.episode import FlagWatch, check_contract, check_finite, declared_time_limit, obs_layout, recover_non_finite
-from ppo_bootstrap.logger import EpisodeStats, LogSums, Logger, format_progress, read_metrics
+from ppo_bootstrap.logger import ConsoleMode, EpisodeStats, LogSums, Logger, console_mode, format_progress, read_metrics
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
-from ppo_bootstrap.signals import _StopOnSignal
+from ppo_bootstrap.signals import StopOnSignal
 from ppo_bootstrap.symmetry import env_symmetry
 
 __all__ = ["LogSums", "Runner", "RunnerConfig", "format_progress", "read_metrics", "seed_everything"]
@@ -44,7 +44,8 @@ class RunnerConfig:
             Either way the Runner warns once (:class:`~ppo_bootstrap.episode.FlagWatch`) where
             ``info["time_outs"]`` differs from ``truncated`` or an env runs past its declared
             ``max_episode_length`` without ``truncated`` (one sync per rollout).
-        console: print a progress block per iteration.
+        console: the block printed per iteration (:mod:`ppo_bootstrap.logger`): ``"compact"`` (or
+            ``True``) about 18 lines, ``"full"`` every statistic and env log, ``"off"`` (``False``) none.
         torch_threads: CPU threads for torch when the learner runs on the CPU. ``None``: half the
             cores, at most 4, since a small network gains nothing from more and an env stepping
             on the other cores loses (the default intra-op pool made a 64-env run 23x slower on a
@@ -62,7 +63,7 @@ class RunnerConfig:
     seed: int = 0
     torch_threads: int | None = None
     validate_env_output: bool = True
-    console: bool = True
+    console: ConsoleMode | bool = "compact"
     non_finite_obs: Literal["error", "reset"] = "error"
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -74,6 +75,7 @@ class RunnerConfig:
             raise ValueError(f"save_interval must be >= 0, got {self.save_interval}")
         if self.non_finite_obs not in ("error", "reset"):
             raise ValueError(f"non_finite_obs must be 'error' or 'reset', got {self.non_finite_obs!r}")
+        self.console = console_mode(self.console)
 
 
 def seed_everything(seed: int) -> None:
@@ -129,6 +131,9 @@ class Runner:
         evaluation, playback and resume need no flag to rebuild it."""
         self.episodes = EpisodeStats(env.num_envs, self.device)
         self.logger = Logger(self.cfg.log_dir, self.cfg.console, self.rank)
+        self.signals = StopOnSignal(lambda: self.last_checkpoint)
+        """SIGINT / SIGTERM handling of :meth:`learn`; enter it around more (export, evaluation) to keep
+        a second signal clean there too, and set its ``resume_hint`` to say how to resume."""
         self._set_threads()
 
     def _set_threads(self) -> None:
@@ -138,7 +143,7 @@ class Runner:
         threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-            if self.cfg.console and self.rank == 0:
+            if self.cfg.console != "off" and self.rank == 0:
                 print(f"Runner: torch uses {threads} CPU thread(s) (RunnerConfig.torch_threads)", flush=True)
 
     # ------------------------------------------------------------------ collection
@@ -225,7 +230,7 @@ class Runner:
         self.logger.start(self.iteration, iterations)
         if self.cfg.log_dir and self.rank == 0:
             checkpoint.remove_stale_temporaries(self.cfg.log_dir)
-        with _StopOnSignal(lambda: self.last_checkpoint) as stop:
+        with self.signals.training() as stop:
             stopped = False
             if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()
@@ -256,10 +261,10 @@ class Runner:
                     break
             if self.cfg.log_dir and (self.iteration > start_iteration or self.interrupted):
                 self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
-                if self.interrupted and self.rank == 0:
-                    print(f"checkpoint: {self.last_checkpoint}", flush=True)
+            if self.interrupted and self.rank == 0:
+                print(self.signals.resume_lines(), flush=True)
 
-    def _stop_requested(self, stop: "_StopOnSignal", after: str) -> bool:
+    def _stop_requested(self, stop: StopOnSignal, after: str) -> bool:
         """Whether a signal asked any rank to stop (all ranks stop together, or the next collective would hang)."""
         if distributed.all_reduce_sum_(torch.tensor(float(stop.requested), device=self.device)).item() == 0:
             return False

@@ -1,34 +1,51 @@
 """Stopping training on SIGINT / SIGTERM: the first signal asks the Runner to stop after the
-iteration in progress, a second one exits at once with one line naming the last checkpoint."""
+iteration in progress (it saves and says how to resume), a second one exits at once with one line
+naming the last checkpoint (:class:`StopOnSignal`)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
 import signal
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 
-class _StopOnSignal:
-    """Turns the first SIGINT / SIGTERM into a request to stop; a second one exits at once.
+class StopOnSignal:
+    """Turns the first SIGINT / SIGTERM during training into a request to stop; a second one exits at once.
 
-    The second signal writes one line naming the last checkpoint to stderr and raises
-    ``SystemExit(128 + signum)``: no traceback, and a checkpoint write in progress removes its
-    temporary on the way out. Libraries may replace the handler, in Python or in native code (where
-    Python never hears of it); :meth:`reassert`, once per iteration, installs it again and warns once
-    per signal naming the replacement. The previous handlers come back on exit.
+    :meth:`training` (what ``Runner.learn`` enters) installs the handlers: the first signal sets
+    :attr:`requested`, the Runner stops after the iteration, saves and prints :meth:`resume_lines`.
+    A second signal writes one line naming the last checkpoint to stderr and raises
+    ``SystemExit(128 + signum)``: no traceback, and a write in progress removes its temporary on the
+    way out. Entered as a context manager around more than training (an app's training, export and
+    evaluation), the handlers stay for all of it, and a signal after training exits the same way:
+    there is nothing left to stop gently. Re-entrant: the handlers go back to the previous ones
+    when the outermost scope ends.
+
+    Libraries may replace the handler, in Python or in native code (where Python never hears of it);
+    :meth:`reassert`, once per iteration, installs it again and warns once per signal naming the
+    replacement.
+
+    Attributes:
+        resume_hint: ``checkpoint path -> how to resume from it`` (a command line, say), printed
+            after a stop; ``None`` names ``Runner.load``.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
+    def __init__(self, last_checkpoint: Callable[[], Path | None] = lambda: None,
+                 resume_hint: Callable[[Path], str] | None = None) -> None:
         self.requested = False
         self.signal_name = ""
+        self.resume_hint = resume_hint
+        self._training = False
+        self._depth = 0
         self._last_checkpoint = last_checkpoint
         self._previous: dict[int, Any] = {}
         self._native: dict[int, int | None] = {}  # the C-level handler behind ours, where readable
@@ -36,23 +53,43 @@ class _StopOnSignal:
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        if self.requested:  # a second signal: stop now
+        if self.requested or not self._training:  # a second signal, or one after training: stop now
             last = self._last_checkpoint() or "none written by this process"
-            os.write(2, f"second {name}: stopping at once; the last checkpoint is {last}\n".encode())  # no buffered I/O in a handler
+            what = f"second {name}" if self.requested else f"{name} after training"
+            os.write(2, f"{what}: stopping at once; the last checkpoint is {last}\n".encode())  # no buffered I/O in a handler
             raise SystemExit(128 + signum)
         self.requested = True
         self.signal_name = name
+
+    def resume_lines(self) -> str:
+        """What a stopped run prints: the checkpoint it wrote last and how to resume from it."""
+        last = self._last_checkpoint()
+        if last is None:
+            return "no checkpoint written (log_dir is None): nothing to resume from"
+        hint = self.resume_hint(last) if self.resume_hint else f"Runner.load({os.fspath(last)!r}), then learn()"
+        return f"checkpoint: {last}\nto resume: {hint}"
 
     def _install(self, sig: int) -> Any:
         previous = signal.signal(sig, self._handle)
         self._native[sig] = _native_handler(sig)
         return previous
 
-    def __enter__(self) -> "_StopOnSignal":
-        if threading.current_thread() is threading.main_thread():  # handlers can only live there
+    def __enter__(self) -> "StopOnSignal":
+        self._depth += 1
+        if self._depth == 1 and threading.current_thread() is threading.main_thread():  # handlers live there only
             for sig in self.SIGNALS:
                 self._previous[sig] = self._install(sig)
         return self
+
+    @contextlib.contextmanager
+    def training(self) -> Iterator["StopOnSignal"]:
+        """The scope of one ``learn`` call: a first signal in it asks to stop (:attr:`requested`)."""
+        self.requested, self.signal_name, self._training = False, "", True
+        try:
+            with self:
+                yield self
+        finally:
+            self._training = False
 
     def reassert(self) -> None:
         """Install the handler again where a library replaced it; warn once per signal, naming the replacement."""
@@ -74,8 +111,14 @@ class _StopOnSignal:
                               RuntimeWarning, stacklevel=3)
 
     def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+        self._depth -= 1
+        if self._depth == 0:
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            self._previous.clear()
+
+
+_StopOnSignal = StopOnSignal  # the name before it was public
 
 
 def _handler_name(handler: Any) -> str:

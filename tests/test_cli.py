@@ -163,3 +163,16 @@ def test_play_of_the_shipped_checkpoint_needs_no_flags(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert clip.stat().st_size > 0
     assert {p.name for p in (tmp_path / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json"}
+
+
+def test_the_resume_command_a_stopped_run_prints_resumes_from_its_checkpoint(tmp_path):
+    import shlex
+
+    ckpt = tmp_path / "model_7.pt"
+    ckpt.write_bytes(b"")
+    argv = ["--num_envs", "4", "--resume", "--load_run", "2026-.*", "--checkpoint=model_3.pt", "env.rewards.joint_vel=-0.003"]
+    words = shlex.split(g1_walk.resume_command(argv, ckpt))
+    assert words[0] == "python" and Path(words[1]).resolve() == ROOT / "examples" / "g1_walk.py"
+    assert words[2:] == ["--num_envs", "4", "env.rewards.joint_vel=-0.003", "--checkpoint", str(ckpt)]
+    args = g1_walk.parse_args(words[2:])
+    assert g1_walk.resume_path(args, "demo") == ckpt and args.num_envs == 4
