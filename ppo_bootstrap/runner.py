@@ -16,7 +16,7 @@ import torch
 
 from ppo_bootstrap import checkpoint, distributed
 from ppo_bootstrap.env import POLICY, ObsGroups, StepResult, VecEnv, critic_obs
-from ppo_bootstrap.episode import FlagWatch, check_contract, check_finite, declared_time_limit, obs_layout, recover_non_finite
+from ppo_bootstrap.episode_checks import StepChecks, declared_time_limit, obs_layout
 from ppo_bootstrap.logger import ConsoleMode, EpisodeStats, LogSums, Logger, console_mode, format_progress, read_metrics
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
@@ -115,7 +115,10 @@ class Runner:
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
         self.obs_layout = obs_layout(self.obs)  # every step's groups and widths must match reset()'s
-        self.flag_watch = FlagWatch(declared_time_limit(env))
+        self.step_checks = StepChecks(env.num_envs, self.obs_layout, self.env_device, self.cfg.validate_env_output,
+                                      env.reset_envs if self.cfg.non_finite_obs == "reset" else None,
+                                      declared_time_limit(env))
+        self.flag_watch = self.step_checks.flag_watch
         policy_dim = self.obs[POLICY].shape[-1]
         critic_dim = critic_obs(self.obs).shape[-1]
         self.policy = ActorCritic(policy_dim, critic_dim, env.num_actions, self.cfg.policy).to(self.device)
@@ -169,16 +172,8 @@ class Runner:
         for _ in range(self.cfg.num_steps_per_env):
             actions = alg.act(self.obs)
             result: StepResult = env.step(actions.to(self.env_device))
-            recover, validate = self.cfg.non_finite_obs == "reset", self.cfg.validate_env_output
-            if validate or recover:  # the contract before any repair; only its ids check costs a host sync
-                check_contract(env.num_envs, result, self.obs_layout, self.env_device, ids=validate)
-            self.flag_watch.flags(result.info, result.truncated)
-            if recover:
-                last_obs = {k: v.to(result.reward.device) for k, v in self.obs.items()}
-                result, broken = recover_non_finite(result, last_obs, env.reset_envs)
-                n_broken += broken.numel()
-            if validate:
-                check_finite(result)
+            result, broken = self.step_checks(result, self.obs)
+            n_broken += broken
             result = self._on_device(result)
             done = alg.process_env_step(result)
             self.flag_watch.lengths(self.episodes.step(result.reward, done), result.truncated)
