@@ -2,12 +2,15 @@
 
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt
     python benchmarks/g1_gate.py runs/g1/model_1500.pt --json gate.json
+    python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt --robust   # the robustness gate
 
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
 one seeded rollout on CPU MuJoCo at the task's reference physics (5 ms x 4, the model's solver
 budget, whatever the checkpoint trained with; sim-to-sim for a checkpoint trained on MuJoCo Warp),
 with one torch thread (the policy is small; more threads beside MuJoCo's only slow it), and prints each line of
-the gate (measured value, threshold, PASS / FAIL) and the overall verdict. Definitions:
+the gate (measured value, threshold, PASS / FAIL) and the overall verdict. With ``--robust``, the robustness gate: the same battery, lines and thresholds under pushes (kicks of
+up to 0.5 m/s every 2-4 s), foot friction 0.4-1.2, link masses +-10 %, policy observation noise and
+a one-step action delay (``gate.ROBUST_GATE_RANDOMIZATION``). Definitions:
 :mod:`isaac_adapter.evaluation.gate`. Exit status 0 when the gate passes, 1 when it fails.
 """
 
@@ -24,7 +27,7 @@ import torch
 
 from ppo_bootstrap.checkpoint import CheckpointError
 
-from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
+from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint, robust_gate_config
 from isaac_adapter.tasks.registry import UsageError
 
 
@@ -37,17 +40,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--physics-threads", type=int, default=0, help="0: every core")
     parser.add_argument("--progress", action="store_true", help="show the rollout's progress")
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
+    parser.add_argument("--robust", action="store_true",
+                        help="the robustness gate: pushes, friction, masses, observation noise, action delay")
     args = parser.parse_args(argv)
     if not Path(args.checkpoint).is_file():
         raise SystemExit(f"error: {args.checkpoint}: no such checkpoint")
     torch.set_grad_enabled(False)
     torch.set_num_threads(1)
 
-    cfg = GateConfig(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
+    if args.starts < 1 or args.horizon_s <= 0:
+        raise SystemExit(f"error: --starts must be >= 1 and --horizon-s > 0, got {args.starts} and {args.horizon_s}")
+    make = robust_gate_config if args.robust else GateConfig
+    cfg = make(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
     start = time.perf_counter()
     result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress)
     seconds = time.perf_counter() - start
-    print(f"{args.checkpoint}: CPU MuJoCo, {cfg.num_envs} envs, reference physics")
+    print(f"{args.checkpoint}: CPU MuJoCo, {cfg.num_envs} envs, reference physics"
+          + (", randomized" if cfg.randomization.enabled else ""))
     print(result.format())
     print(f"build, rollout and judgment: {seconds:.1f} s")
     if args.json:

@@ -206,24 +206,6 @@ def randomize_episode_clocks(env: Any, seed: int) -> None:
     base.episode_length_buf[:] = clocks.to(base.episode_length_buf.device)
 
 
-def ppo_config_from_rsl_rl(agent: Any) -> tuple[Any, Any, int]:
-    """``(PPOConfig, PolicyConfig, num_steps_per_env)`` with the rsl_rl recipe's numbers."""
-    from ppo_bootstrap import PolicyConfig, PPOConfig
-
-    a, actor = agent.algorithm, agent.actor
-    ppo = PPOConfig(
-        num_learning_epochs=a.num_learning_epochs, num_mini_batches=a.num_mini_batches, clip_param=a.clip_param,
-        gamma=a.gamma, lam=a.lam, value_loss_coef=a.value_loss_coef, use_clipped_value_loss=a.use_clipped_value_loss,
-        entropy_coef=a.entropy_coef, learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm,
-        schedule=a.schedule, desired_kl=a.desired_kl,
-    )
-    std = getattr(getattr(actor, "distribution_cfg", None), "init_std", None) or getattr(actor, "init_noise_std", 1.0)
-    policy = PolicyConfig(actor_hidden=tuple(actor.hidden_dims), critic_hidden=tuple(agent.critic.hidden_dims),
-                          activation=actor.activation, init_noise_std=float(std),
-                          obs_normalization=bool(actor.obs_normalization))
-    return ppo, policy, int(agent.num_steps_per_env)
-
-
 class EpisodeMeter:
     """Returns and lengths of the episodes that end, summed on the device (no host sync per step)."""
 
@@ -267,13 +249,14 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     agent.device = args.device
     agent.seed = args.seed
     agent = handle_deprecated_rsl_rl_cfg(agent, version)
-    ppo, policy, steps = ppo_config_from_rsl_rl(agent)
     n = args.num_envs
 
     # -- ppo_bootstrap: the same recipe through Runner
     run_dir = Path(args.out) / "flat_ppo_bootstrap"
-    runner = Runner(env, RunnerConfig(num_steps_per_env=steps, save_interval=0, log_dir=str(run_dir),
-                                      seed=args.seed, validate_env_output=False, console=False, ppo=ppo, policy=policy))
+    cfg = RunnerConfig.from_rsl_rl(agent, save_interval=0, log_dir=str(run_dir), validate_env_output=False,
+                                   console=False)
+    policy, steps = cfg.policy, cfg.num_steps_per_env
+    runner = Runner(env, cfg)
     randomize_episode_clocks(env, args.seed)  # after the Runner's reset
     learn_until_deadline(runner, args)
     from ppo_bootstrap.runner import read_metrics

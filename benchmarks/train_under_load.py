@@ -37,7 +37,7 @@ from _common import format_table
 import time_to_walk as ttw
 
 ROWS = ("alone", "judges", "judges-pinned", "judges-omp1")
-DEFAULT_CHECKPOINT = ttw.REPO / "docs" / "checkpoints" / "g1_ttw_kl2_4k12_s2_it420.pt"
+DEFAULT_CHECKPOINT = ttw.REPO / "docs" / "checkpoints" / "g1_ttw_v1_s2_it360.pt"
 
 
 def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:

@@ -9,6 +9,7 @@
     python examples/g1_walk.py --task Isaac-Velocity-Flat-G1 --num_envs 4096
     python examples/g1_walk.py --eval docs/checkpoints/g1_clock_it1296.pt   # the task comes from the checkpoint
     python examples/g1_walk.py --play docs/checkpoints/g1_clock_it1296.pt --video g1.gif
+    python examples/g1_walk.py --export docs/checkpoints/g1_clock_it1296.pt --export-dir out   # + deploy.yaml
     torchrun --nproc-per-node 2 examples/g1_walk.py --device cuda --num_envs 4096
     tensorboard --logdir logs
 
@@ -16,8 +17,9 @@ Tasks (``--task``, see ``isaac_adapter.tasks.registry``): G1-Walk-Clock-v0 (defa
 walks), G1-Walk-Clock-Ramp-v0 (the same, smoothness penalties ramped in: passes the gate),
 G1-Walk-v0, Isaac-Velocity-Flat-G1, Isaac-Velocity-Rough-G1, Mjlab-Velocity-Flat-Unitree-G1.
 A run writes ``logs/<experiment>/<date>_<run>/``: params/env.yaml, params/agent.yaml, git state,
-model_<it>.pt, metrics.jsonl, TensorBoard events and exported/policy.onnx + policy.pt. Usage errors
-are one line; ``--debug`` shows tracebacks.
+model_<it>.pt, metrics.jsonl, TensorBoard events and exported/policy.onnx + policy.pt (+ deploy.yaml for
+the G1-Walk tasks, which deploy/deploy_mujoco.py runs: docs/deploy.md). Usage errors are one line;
+``--debug`` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -111,6 +113,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--command", default="0.5,0.0,0.0", help="--play: v_x,v_y,w_z held during the clip")
     parser.add_argument("--size", default="320x240", help="--play: frame WIDTHxHEIGHT")
     parser.add_argument("--fps", type=int, default=17, help="--play: frames per second of the clip")
+    parser.add_argument("--export", metavar="CHECKPOINT", default=None,
+                        help="write CHECKPOINT's policy.onnx, policy.pt, policy.json and deploy.yaml (G1-Walk tasks; "
+                        "docs/deploy.md) to --export-dir")
+    parser.add_argument("--export-dir", default=None, help="--export: the folder (default: exported/ beside the checkpoint)")
     parser.add_argument("--replay", metavar="STATES", default=None,
                         help="render states recorded in another simulator ({'qpos': [T, envs, 7 + J], 'dt'}, as "
                         "benchmarks/isaaclab_g1.py saves them) to --video")
@@ -127,6 +133,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.task = "G1-Walk-Clock-v0"
     if args.symmetry_loss_coef is not None and args.symmetry not in ("loss", "both"):
         parser.error("--symmetry-loss-coef needs --symmetry loss or both")
+    if args.export_dir is not None and args.export is None:
+        parser.error("--export-dir needs --export CHECKPOINT")
     return args
 
 
@@ -149,7 +157,8 @@ def main(argv: list[str] | None = None) -> Runner | None:
     debug = "--debug" in argv
     try:
         return run(argv)
-    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError) as err:
+    except (registry.UsageError, checkpoint.CheckpointError, OverrideError, FileNotFoundError,
+            distributed.RankMismatchError) as err:
         if debug:
             raise
         raise SystemExit(f"error: {err}") from None
@@ -169,6 +178,9 @@ def run(argv: list[str]) -> Runner | None:
         return None
     if args.play:
         play(args)
+        return None
+    if args.export:
+        export_checkpoint(args)
         return None
     return train(args)
 
@@ -337,7 +349,7 @@ def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: in
 def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
     """After training: export the policy, judge it on the training env, say what was written where."""
     written = sorted(log_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))[-1:]
-    exported = export(runner, log_dir / "exported")
+    exported = export(runner, env, spec, log_dir / "exported")
     verdict = None
     if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
         from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
@@ -356,31 +368,40 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
     print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
 
 
-def export(runner: Runner, directory: Path) -> list[Path]:
-    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``."""
+def export(runner: Runner, env, spec: registry.TaskSpec, directory: Path) -> list[Path]:
+    """The actor as ``policy.onnx``, ``policy.pt`` (TorchScript) and ``policy.json`` in ``directory``,
+    and for the G1-Walk tasks the ``deploy.yaml`` that runs it (docs/deploy.md)."""
     from ppo_bootstrap.env import POLICY
     from ppo_bootstrap.export import export_policy
 
-    return sorted(export_policy(runner.policy, runner.obs[POLICY].shape[-1], directory).values())
+    obs_dim = runner.obs[POLICY].shape[-1]
+    task_cfg = getattr(getattr(env, "unwrapped", env), "task_cfg", None)
+    if spec.is_g1_walk and isinstance(task_cfg, G1WalkConfig):
+        try:
+            from isaac_adapter.tasks.g1_walk.deploy import export_deployment
+
+            return sorted(export_deployment(runner.policy, obs_dim, task_cfg, directory, spec.id).values())
+        except (ImportError, ValueError) as err:  # the end of a training run: keep the actor, say why no deploy.yaml
+            print(f"deploy.yaml not written: {err}")
+    return sorted(export_policy(runner.policy, obs_dim, directory).values())
 
 
-def play_config(path: str, args: argparse.Namespace) -> G1WalkConfig:
-    """The G1 task a checkpoint was trained on (its recorded config), for one env on CPU MuJoCo."""
+def play_config(path: str, args: argparse.Namespace, flag: str = "--play") -> tuple[registry.TaskSpec, G1WalkConfig]:
+    """The G1 task a checkpoint was trained on and its recorded config, for one env on CPU MuJoCo."""
     spec, _ = registry.checkpoint_task(checkpoint.read(path), path)
     if args.task and args.task != spec.id:
         raise registry.UsageError(f"{path} was trained on {spec.id}, not --task {args.task}")
     if not spec.is_g1_walk:
-        raise registry.UsageError(f"--play renders the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
+        raise registry.UsageError(f"{flag} runs the G1-Walk tasks on MuJoCo; {path} is {spec.id}")
     variant = {"model_variant": args.model_variant} if args.model_variant else {}
-    return registry.checkpoint_walk_config(path, num_envs=1, seed=args.seed, **variant)
+    return spec, registry.checkpoint_walk_config(path, num_envs=1, seed=args.seed, **variant)
 
 
 def play(args: argparse.Namespace) -> None:
-    from ppo_bootstrap.export import export_policy
-
     from isaac_adapter.evaluation import ActorCriticPolicy
     from isaac_adapter.tasks.g1_walk import G1WalkEnv
     from isaac_adapter.tasks.g1_walk import render
+    from isaac_adapter.tasks.g1_walk.deploy import export_deployment
 
     if not Path(args.play).is_file():
         raise FileNotFoundError(f"--play {args.play}: no such checkpoint")
@@ -388,7 +409,8 @@ def play(args: argparse.Namespace) -> None:
         render.video_format(args.video)  # an MP4 without its encoder fails now, not after rendering
     except ImportError as err:
         raise registry.UsageError(str(err)) from None
-    env = G1WalkEnv(play_config(args.play, args))
+    spec, cfg = play_config(args.play, args)
+    env = G1WalkEnv(cfg)
     env.reset(seed=args.seed)
     obs = env.set_commands(torch.tensor([float(x) for x in args.command.split(",")]))
     policy = ActorCriticPolicy.from_checkpoint(args.play, obs, env.num_actions)
@@ -398,10 +420,29 @@ def play(args: argparse.Namespace) -> None:
                                             progress=None)
     render.save_video(frames, args.video, frame_s)
     # as Isaac Lab's play.py: the exported actor goes beside the checkpoint
-    exported = export_policy(policy.policy, obs["policy"].shape[-1], Path(args.play).resolve().parent / "exported")
+    exported = export_deployment(policy.policy, obs["policy"].shape[-1], cfg, Path(args.play).resolve().parent / "exported",
+                                 spec.id)
     size = Path(args.video).stat().st_size / 1e6
     print(f"wrote {args.video}: {len(frames)} frames, {args.video_length:.1f} s at command {args.command}, "
           f"{size:.1f} MB, in {time.perf_counter() - t0:.0f} s; exported {', '.join(str(p) for p in exported.values())}")
+
+
+def export_checkpoint(args: argparse.Namespace) -> None:
+    """``--export CHECKPOINT``: its actor and ``deploy.yaml`` into ``--export-dir``, without training or rendering."""
+    from isaac_adapter.tasks.g1_walk import G1WalkEnv
+    from isaac_adapter.tasks.g1_walk.deploy import export_deployment
+
+    path = Path(args.export)
+    if not path.is_file():
+        raise FileNotFoundError(f"--export {path}: no such checkpoint")
+    spec, cfg = play_config(str(path), args, flag="--export")
+    env = G1WalkEnv(cfg)
+    obs = env.reset(seed=args.seed)
+    policy = checkpoint.load_policy(path, obs, env.num_actions, torch.device("cpu"))
+    directory = Path(args.export_dir) if args.export_dir else path.resolve().parent / "exported"
+    paths = export_deployment(policy, obs["policy"].shape[-1], cfg, directory, spec.id)
+    print(f"exported {spec.id}: {', '.join(str(p) for p in paths.values())}")
+    print(f"run it: python deploy/deploy_mujoco.py --config {paths['deploy']} --headless")
 
 
 def replay(args: argparse.Namespace) -> None:

@@ -5,6 +5,8 @@ A checkpoint is a ``torch.save`` dict. A full one (``Runner.save``) holds ``iter
 (optimizer and learning rate), ``config`` (the ``RunnerConfig`` as a dict), the observations,
 recurrent states, episode accumulators, env state and RNG states. A policy-only file (what
 ``docs/checkpoints`` ships) holds ``policy`` and ``config`` (and ``iteration``, ``total_steps``).
+A file rsl-rl-lib wrote (:func:`is_rsl_rl`) is read and checked the same way; ``Runner.load``
+converts it (:mod:`ppo_bootstrap.rsl_rl`).
 
 * Integrity: :func:`save_atomic` adds ``checksum``, BLAKE2b digests of every tensor and array (named
   by their path, e.g. ``policy/actor.head.0.weight``) and one of every other value, computed on CPU
@@ -239,9 +241,21 @@ def check_update_finite(policy: Mapping[str, torch.Tensor], losses: Mapping[str,
     )
 
 
+RSL_RL_ENTRIES = ("actor_state_dict", "critic_state_dict", "model_state_dict", "optimizer_state_dict")
+"""What rsl-rl-lib's ``OnPolicyRunner.save`` writes besides ``iter`` and ``infos`` (4.x/5.x: actor and
+critic; 3.x: ``model_state_dict``)."""
+
+
+def is_rsl_rl(ckpt: Mapping[str, Any]) -> bool:
+    """A checkpoint rsl-rl-lib wrote (3.x to 5.x), not one of this library's."""
+    return "policy" not in ckpt and (
+        "model_state_dict" in ckpt or ("actor_state_dict" in ckpt and "critic_state_dict" in ckpt))
+
+
 def _learned_tensors(ckpt: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """The policy and optimizer tensors, by path (``policy/...``, ``ppo/optimizer/state/0/exp_avg``)."""
-    learned = {"policy": ckpt.get("policy"), "ppo": ckpt.get("ppo")}
+    names = RSL_RL_ENTRIES if is_rsl_rl(ckpt) else ("policy", "ppo")
+    learned = {name: ckpt.get(name) for name in names}
     return {name: leaf for name, leaf in _leaves(learned) if torch.is_tensor(leaf)}
 
 
@@ -281,8 +295,9 @@ def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
                 _check_archive(path, tensors=True)
         except zipfile.BadZipFile as err:
             raise CheckpointError(path, f"is damaged ({_first_line(err)})") from err
-        warnings.warn(f"checkpoint {os.fspath(path)}: no checksum (written before checksums); its tensors are "
-                      "checked against the zip's CRC-32 only", UserWarning, stacklevel=2)
+        if not is_rsl_rl(ckpt):  # rsl-rl-lib writes none: the zip's CRC-32 is all there is
+            warnings.warn(f"checkpoint {os.fspath(path)}: no checksum (written before checksums); its tensors are "
+                          "checked against the zip's CRC-32 only", UserWarning, stacklevel=2)
     bad = first_non_finite(_learned_tensors(ckpt))
     if bad is not None:
         raise CheckpointError(path, f"tensor {bad} holds NaN or inf")
@@ -309,6 +324,11 @@ def _check_archive(path: str | os.PathLike, tensors: bool) -> None:
 def _check_structure(ckpt: Any, path: str | os.PathLike) -> None:
     if not isinstance(ckpt, Mapping):
         raise CheckpointError(path, f"holds a {type(ckpt).__name__}, not a checkpoint dict")
+    if is_rsl_rl(ckpt):
+        for name in RSL_RL_ENTRIES[:3]:
+            if name in ckpt and not (isinstance(ckpt[name], Mapping) and all(map(torch.is_tensor, ckpt[name].values()))):
+                raise CheckpointError(path, f"its {name!r} entry is not a state dict of tensors")
+        return
     if "policy" not in ckpt:
         raise CheckpointError(path, f"is not a checkpoint: no 'policy' entry (it holds {sorted(map(str, ckpt))[:6]})")
     policy = ckpt["policy"]
@@ -389,6 +409,9 @@ def load_policy(
         CheckpointError: the file is damaged, or its network does not fit ``obs`` / ``num_actions``.
     """
     ckpt = read(path, device)
+    if is_rsl_rl(ckpt):
+        raise CheckpointError(path, "was written by rsl-rl-lib and holds no network settings: load it into a Runner "
+                                    "built with RunnerConfig.from_rsl_rl(<its agent config>) (Runner.load)")
     policy_dim, critic_dim = obs[POLICY].shape[-1], critic_obs(obs).shape[-1]
     policy = ActorCritic(policy_dim, critic_dim, num_actions, policy_config(ckpt)).to(device)
     check_fits(path, ckpt["policy"], policy.state_dict(),

@@ -8,7 +8,9 @@ terminated        real terminal state (fall)     ``r``                         c
 truncated         outside budget (time limit)    ``r + gamma * V(s_final)``    cut
 both              terminated wins                ``r``                         cut
 blow-up           non-finite obs / reward, with  ``r + gamma * V(s_t)``,       cut
-                  ``non_finite_obs="reset"``     ``r`` zeroed if non-finite
+                  ``non_finite_obs="reset"``,    ``r`` zeroed if non-finite
+                  or a physics state the env
+                  finds non-finite
 ================  =============================  ============================  ==============
 
 ``s_final`` is the true last observation captured before the same-step reset, never the post-reset
@@ -23,7 +25,10 @@ TorchRL's functional value module, ``terminated`` and ``truncated`` (or ``done``
   targets per :data:`TimeoutBootstrap` mode, ``K = 0`` included;
 * :func:`reset_memory`: recurrent state on done;
 * :func:`end_step`: a step's done mask and the recurrent state after it (the one entry on the way in);
-* :func:`value_targets`: a rollout's advantages and returns (the one entry on the way to GAE).
+* :func:`value_targets`: a rollout's advantages and returns (the one entry on the way to GAE);
+* :func:`blow_up_flags`, :func:`end_blow_ups`: the blow-up row, for the Runner's repair and for an
+  env that finds and resets its own blow-ups without a host synchronisation (the G1 task on MuJoCo
+  Warp: cause ``non_finite``).
 
 The checks, repair and warnings of the step contract (:func:`check_contract`, :func:`check_finite`,
 :func:`validate_step`, :func:`recover_non_finite`, :class:`FlagWatch`) live in
@@ -41,7 +46,7 @@ the ``K`` rows), :func:`assemble_next_values`, :func:`terminal_for_targets` ->
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import torch
@@ -228,6 +233,34 @@ def value_targets(
     targets_terminated = terminal_for_targets(terminated, truncated, mode)
     advantages, returns = compute_gae(rewards, values, next_values, targets_terminated, truncated, gamma, lam)
     return advantages, returns, timeout_values
+
+
+def blow_up_flags(
+    reward: torch.Tensor, truncated: torch.Tensor, broken: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The blow-up row of the table for the envs ``broken`` ``[N]`` bool: ``(reward, truncated)`` with
+    the reward zeroed where it is non-finite and ``truncated`` set where broken (fresh tensors; a
+    fall on the same step stays a fall, ``terminated`` is left as it is). No host synchronisation."""
+    reward = torch.where(torch.isfinite(reward), reward, torch.zeros_like(reward))
+    return reward, truncated | broken.to(truncated.device)
+
+
+def end_blow_ups(result: StepResult, last_obs: Mapping[str, torch.Tensor], broken: torch.Tensor) -> StepResult:
+    """The dense form of :func:`~ppo_bootstrap.episode_checks.recover_non_finite`, for an env that finds
+    its own blow-ups and resets them with the step's other ends: no host synchronisation, fixed shapes.
+
+    ``result`` is in the dense form (``final_obs_all``), its ``obs`` already the restarted rows;
+    ``broken`` ``[N]`` bool marks the envs whose state went non-finite this step and ``last_obs`` the
+    observations ``s_t`` the policy acted on. Returns a new result with :func:`blow_up_flags` applied
+    and the final rows of the broken envs replaced by ``s_t``, so that their value target is
+    ``r + gamma * V(s_t)`` and never reads a non-finite observation.
+    """
+    if result.final_obs_all is None:
+        raise EpisodeProtocolError("end_blow_ups needs the dense form of a step (final_obs_all)")
+    reward, truncated = blow_up_flags(result.reward, result.truncated, broken)
+    final = {group: torch.where(broken.view(-1, *([1] * (value.dim() - 1))), last_obs[group].to(value.dtype), value)
+             for group, value in result.final_obs_all.items()}
+    return dataclasses.replace(result, reward=reward, truncated=truncated, final_obs_all=final)
 
 
 _CHECKS = ("EpisodeProtocolWarning", "FlagWatch", "ObsLayout", "StepChecks", "check_contract", "check_finite",

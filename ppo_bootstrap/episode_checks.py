@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import StepResult, on_device
-from ppo_bootstrap.episode import EpisodeProtocolError, done_mask, final_rows, sparse
+from ppo_bootstrap.episode import EpisodeProtocolError, blow_up_flags, done_mask, final_rows, sparse
 
 
 def _ids(mask: torch.Tensor) -> list[int]:
@@ -203,9 +203,7 @@ def recover_non_finite(
     obs = {k: v.clone() for k, v in obs.items()}
     for k in obs:
         obs[k][broken] = fresh[k].to(obs[k].dtype)
-    reward = torch.where(torch.isfinite(reward), reward, torch.zeros_like(reward))
-    truncated = result.truncated.clone()
-    truncated[broken] = True
+    reward, truncated = blow_up_flags(reward, result.truncated, bad | bad_final)
     # final rows: ended envs keep their own final obs unless it is broken; broken envs get s_t.
     ended = torch.nonzero(done_mask(result.terminated, truncated)).flatten()
     rows = {k: last_obs[k][ended].clone().to(v.dtype) for k, v in obs.items()}

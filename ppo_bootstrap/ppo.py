@@ -37,6 +37,10 @@ class PPOConfig:
     min_learning_rate: float = 1e-5
     max_learning_rate: float = 1e-2
     normalize_advantage: bool = True
+    """Normalize the advantages to mean 0 and std 1 over the whole rollout (every rank's)."""
+    normalize_advantage_per_mini_batch: bool = False
+    """Normalize each mini-batch's advantages over its own samples (before any mirroring) instead of
+    the rollout's, as rsl_rl's option of that name; needs ``normalize_advantage``."""
     cuda_graph: bool = True
     """On CUDA, feed-forward, single process: capture one mini-batch step (gather, forward, backward,
     clipping, Adam, KL schedule) as a CUDA graph and replay it, so launch overhead disappears."""
@@ -65,6 +69,9 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.lam <= 1.0):
             raise ValueError(f"gamma and lam must lie in [0, 1], got {self.gamma}, {self.lam}")
+        if self.normalize_advantage_per_mini_batch and not self.normalize_advantage:
+            raise ValueError("normalize_advantage_per_mini_batch=True needs normalize_advantage=True (it says where "
+                             "the advantages are normalized, not whether)")
         if not isinstance(self.symmetry_augmentation, bool):
             raise ValueError(f"symmetry_augmentation must be True or False, got {self.symmetry_augmentation!r}")
         if not (isinstance(self.symmetry_loss_coef, (int, float)) and 0.0 <= self.symmetry_loss_coef < float("inf")):
@@ -183,7 +190,7 @@ class PPO:
             terminal.step if terminal is not None else None, terminal.env_id if terminal is not None else None,
             lambda: self._critic_of_final(terminal), self.cfg.gamma, self.cfg.lam,
         )
-        if self.cfg.normalize_advantage:
+        if self.cfg.normalize_advantage and not self.cfg.normalize_advantage_per_mini_batch:
             advantages = normalize_global(advantages)
         storage.set_returns(advantages, returns)
 
@@ -268,6 +275,8 @@ class PPO:
         actions, old_log_probs = batch["actions"], batch["log_probs"]
         adv, returns, old_values = batch["advantages"], batch["returns"], batch["values"]
         n = policy_obs.shape[0]  # the batch's own samples come first
+        if cfg.normalize_advantage_per_mini_batch:  # over this rank's mini-batch, its mirror image left out
+            adv = (adv - adv.mean()) / (adv.std() + ADVANTAGE_EPS)
         if cfg.symmetry_augmentation:
             # The mirrored sample (M o, M a) is a step of the mirrored rollout, which the mirrored
             # behaviour policy pi_old(M^-1 . | M^-1 .) took: its probability of M a at M o is
@@ -441,7 +450,11 @@ def _gather(data: TensorDict, index: torch.Tensor) -> TensorDict:
     return TensorDict(out, batch_size=[index.shape[0]], device=data.device)
 
 
-def normalize_global(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+ADVANTAGE_EPS = 1e-8
+"""Added to the std when advantages are normalized."""
+
+
+def normalize_global(x: torch.Tensor, eps: float = ADVANTAGE_EPS) -> torch.Tensor:
     """``(x - mean) / (std + eps)`` with mean and (unbiased) std over every element on every rank."""
     moments = torch.stack([x.new_tensor(x.numel(), dtype=torch.float64), x.double().sum(), x.double().square().sum()])
     n, total, total_sq = distributed.all_reduce_sum_(moments)

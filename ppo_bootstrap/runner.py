@@ -20,6 +20,7 @@ from ppo_bootstrap.episode_checks import StepChecks, declared_time_limit, obs_la
 from ppo_bootstrap.logger import ConsoleMode, EpisodeStats, LogSums, Logger, console_mode, format_progress, read_metrics
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
 from ppo_bootstrap.ppo import PPO, PPOConfig
+from ppo_bootstrap.runner_checkpoints import RunnerCheckpoints
 from ppo_bootstrap.signals import StopOnSignal
 from ppo_bootstrap.symmetry import env_symmetry
 
@@ -55,6 +56,8 @@ class RunnerConfig:
             naming field and env ids, before any update. ``"reset"``: once the step keeps the
             contract, end those episodes as a blow-up (see :mod:`ppo_bootstrap.episode`), restart
             the envs through ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
+        max_iterations: how many iterations :meth:`Runner.learn` runs when it is called without a
+            number; ``None``: ``learn`` needs one.
     """
 
     num_steps_per_env: int = 24
@@ -65,6 +68,7 @@ class RunnerConfig:
     validate_env_output: bool = True
     console: ConsoleMode | bool = "compact"
     non_finite_obs: Literal["error", "reset"] = "error"
+    max_iterations: int | None = None
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
@@ -76,6 +80,25 @@ class RunnerConfig:
         if self.non_finite_obs not in ("error", "reset"):
             raise ValueError(f"non_finite_obs must be 'error' or 'reset', got {self.non_finite_obs!r}")
         self.console = console_mode(self.console)
+        n = self.max_iterations
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise ValueError(f"max_iterations must be an integer >= 0 or None, got {self.max_iterations!r}")
+
+    @classmethod
+    def from_rsl_rl(cls, agent_cfg: Any, **overrides: Any) -> RunnerConfig:
+        """The configuration that trains as rsl-rl-lib's ``OnPolicyRunner`` would with ``agent_cfg``.
+
+        ``agent_cfg``: Isaac Lab's ``RslRlOnPolicyRunnerCfg`` (``isaaclab_rl.rsl_rl``) or its
+        ``to_dict()``, as rsl-rl-lib 3.x to 5.x define it; ``overrides``: fields of this class
+        set as given (e.g. ``log_dir``). The field-by-field mapping is in :mod:`ppo_bootstrap.rsl_rl`.
+
+        Raises:
+            ~ppo_bootstrap.rsl_rl.RslRlConfigError: one line naming the first field that cannot be
+                honoured (an unknown name, RND, distillation, another algorithm, an unsupported value).
+        """
+        from ppo_bootstrap.rsl_rl import runner_config_kwargs
+
+        return cls(**{**runner_config_kwargs(agent_cfg), **overrides})
 
 
 def seed_everything(seed: int) -> None:
@@ -84,7 +107,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class Runner:
+class Runner(RunnerCheckpoints):
     """Trains a :class:`~ppo_bootstrap.modules.actor_critic.ActorCritic` on a :class:`~ppo_bootstrap.env.VecEnv` with PPO.
 
     Example::
@@ -115,6 +138,8 @@ class Runner:
         if POLICY not in self.obs:
             raise ValueError(f"env.reset() must return a {POLICY!r} observation group, got {sorted(self.obs)}")
         self.obs_layout = obs_layout(self.obs)  # every step's groups and widths must match reset()'s
+        if distributed.is_distributed():  # the fingerprint walks the env's config: only where ranks compare it
+            distributed.check_ranks_agree(distributed.setup_fingerprint(env, self.cfg, self.obs_layout))
         self.step_checks = StepChecks(env.num_envs, self.obs_layout, self.env_device, self.cfg.validate_env_output,
                                       env.reset_envs if self.cfg.non_finite_obs == "reset" else None,
                                       declared_time_limit(env))
@@ -200,11 +225,9 @@ class Runner:
         return self.episodes.recent
 
     # ------------------------------------------------------------------ training
-    last_checkpoint: Path | None = None
-    """The file the last :meth:`save` of this process wrote."""
-
-    def learn(self, iterations: int) -> None:
-        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`).
+    def learn(self, iterations: int | None = None) -> None:
+        """Run ``iterations`` more PPO iterations (continuing the count after :meth:`load`);
+        ``None``: ``cfg.max_iterations`` of them.
 
         SIGINT or SIGTERM, from the normalizer warm-up on, ends training cleanly after the rollout
         or iteration in progress: the checkpoint ``model_<iteration>.pt`` is written to ``log_dir``
@@ -216,9 +239,14 @@ class Runner:
         removed at the start.
 
         Raises:
+            ValueError: no ``iterations`` and no ``cfg.max_iterations``.
             FloatingPointError: an update left NaN or inf in the policy or its losses; names the
                 tensor or loss. Nothing of that update is saved.
         """
+        if iterations is None:
+            if self.cfg.max_iterations is None:
+                raise ValueError("learn() needs a number of iterations: pass one or set RunnerConfig.max_iterations")
+            iterations = self.cfg.max_iterations
         self.policy.train()
         self.interrupted = False
         start_iteration = self.iteration
@@ -281,113 +309,6 @@ class Runner:
         self.episodes.recent.clear()
         self.alg.update_normalizers()
         self.normalizers_warm = True
-
-    # ------------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        env_state = self.env.state_dict() if hasattr(self.env, "state_dict") else None
-        return {
-            "iteration": self.iteration,
-            "total_steps": self.total_steps,
-            "normalizers_warm": self.normalizers_warm,
-            "world_size": self.world_size,
-            "policy": self.policy.state_dict(),
-            "ppo": self.alg.state_dict(),
-            "config": dataclasses.asdict(self.cfg),
-            **({"task": self.metadata} if self.metadata else {}),
-            "obs": self.obs,
-            "states": self.alg.states,
-            "episode_return": self.episodes.returns,
-            "episode_length": self.episodes.lengths,
-            "recent_episodes": list(self.episodes.recent),
-            "env": env_state,
-            "rng": checkpoint.rng_state(self.generator),
-        }
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write a checkpoint atomically: a crash mid-save leaves the previous file at ``path`` intact.
-
-        Under ``torch.distributed`` only rank 0 writes (all ranks hold the same learning state).
-        """
-        if self.rank != 0:
-            return
-        self.last_checkpoint = checkpoint.save_atomic(self.state_dict(), path)
-
-    def load(self, path: str | os.PathLike, load_optimizer: bool = True) -> None:
-        """Restore a checkpoint, all or nothing.
-
-        Single process, saved by a single process: training continues exactly where it stopped
-        (RNG states, observations, recurrent states, and env state when the env provides
-        ``state_dict``/``load_state_dict``); that needs the same ``num_envs``. Any other world size,
-        before or now: the learning state (policy, normalizers, optimizer, learning rate, iteration)
-        is restored on every rank and the envs continue from their current state. A policy-only
-        checkpoint (``policy`` and ``config``, as ``docs/checkpoints`` ships) loads the network and
-        the counters for fine-tuning with a fresh optimizer, and says so; envs and RNG go on as they are.
-
-        Everything is checked before anything changes: the file (:func:`ppo_bootstrap.checkpoint.read`:
-        damage, checksum, NaN/inf), the network's shapes, the optimizer state, ``num_envs`` and the
-        observation groups, and the env state through the env's ``check_state_dict(state)`` where
-        it has one.
-
-        Raises:
-            FileNotFoundError: no file at ``path``.
-            ~ppo_bootstrap.checkpoint.CheckpointError: the file is damaged or does not fit this
-                runner, in one line naming it; the runner is unchanged.
-        """
-        ckpt = checkpoint.read(path, self.device)
-        checkpoint.check_fits(path, ckpt["policy"], self.policy.state_dict(), "this runner's network")
-        if not checkpoint.is_full(ckpt):
-            self._load_policy_only(path, ckpt)
-            return
-        exact = ckpt.get("world_size", 1) == 1 and self.world_size == 1
-        try:
-            if load_optimizer:
-                self.alg.check_state_dict(ckpt["ppo"])
-            if exact:
-                self._check_resume(ckpt)
-        except (ValueError, KeyError, TypeError) as err:
-            raise checkpoint.CheckpointError(path, str(err)) from err
-        # Nothing has changed so far. The env goes first: it is the one part that may still refuse.
-        if exact and ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):
-            self.env.load_state_dict(ckpt["env"])
-        self.policy.load_state_dict(ckpt["policy"])
-        if load_optimizer:
-            self.alg.load_state_dict(ckpt["ppo"])
-        self.iteration = ckpt["iteration"]
-        self.total_steps = ckpt["total_steps"]
-        self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
-        self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
-        if not exact:
-            return
-        self.obs = ckpt["obs"]
-        self.alg.states = ckpt["states"]
-        self.episodes.returns, self.episodes.lengths = ckpt["episode_return"], ckpt["episode_length"]
-        self.episodes.recent.clear()
-        self.episodes.recent.extend(tuple(e) for e in ckpt.get("recent_episodes", ()))
-        checkpoint.set_rng_state(ckpt["rng"], self.generator)
-
-    def _check_resume(self, ckpt: dict[str, Any]) -> None:
-        """Raise ``ValueError`` unless ``ckpt`` can continue exactly on this env; changes nothing."""
-        saved_envs, num_envs = ckpt["episode_return"].shape[0], self.env.num_envs
-        if saved_envs != num_envs:
-            raise ValueError(f"it was saved with {saved_envs} envs, this env has {num_envs}: exact resume needs "
-                             "the same num_envs")
-        saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
-        if saved != current:
-            raise ValueError(f"its observation groups {saved} differ from this env's {current}")
-        checkpoint.check_rng_state(ckpt["rng"], self.generator)
-        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
-            self.env.check_state_dict(ckpt["env"])
-
-    def _load_policy_only(self, path: str | os.PathLike, ckpt: dict[str, Any]) -> None:
-        self.policy.load_state_dict(ckpt["policy"])
-        self.alg.reset_optimizer()
-        self.iteration = int(ckpt.get("iteration", 0))
-        self.total_steps = int(ckpt.get("total_steps", 0))
-        self.normalizers_warm = True  # the file's normalizers come with its policy
-        self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
-        if self.rank == 0:
-            print(f"loaded {os.fspath(path)}: policy only (no optimizer, env or RNG state); fine-tuning from "
-                  f"iteration {self.iteration} with a fresh optimizer", flush=True)
 
     def export_onnx(self, path: str | os.PathLike) -> None:
         """Export the deterministic actor (normalizer included) to ONNX.

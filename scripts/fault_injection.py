@@ -6,7 +6,7 @@ for checkpoints, a file that still loads and verifies. Nothing silent (training 
 value, a damaged file loads with other contents) and nothing unhelpful (another exception type, or
 a message that does not say what is wrong).
 
-    python scripts/fault_injection.py                # the table in README's "Faults and resume"
+    python scripts/fault_injection.py                # the table in docs/reliability.md, "Faults and resume"
     python scripts/fault_injection.py --verbose      # one line per case
 """
 

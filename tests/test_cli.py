@@ -85,7 +85,8 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     assert env_params["task"] == "G1-Walk-Clock-v0" and env_params["num_envs"] == 4 and env_params["sim"] == "mujoco"
     assert yaml.safe_load((run / "params" / "agent.yaml").read_text())["num_steps_per_env"] == 8
     assert (run / "git" / "state.txt").read_text().startswith("commit ")
-    assert {p.name for p in (run / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json"}
+    assert {p.name for p in (run / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json", "deploy.yaml"}
+    assert yaml.safe_load((run / "exported" / "deploy.yaml").read_text())["task"] == "G1-Walk-Clock-v0"
     saved = checkpoint.read(run / "model_2.pt")
     assert saved["task"]["id"] == "G1-Walk-Clock-v0" and saved["task"]["env"]["gait_period_s"] == pytest.approx(0.8)
     out = capsys.readouterr().out
@@ -162,7 +163,21 @@ def test_play_of_the_shipped_checkpoint_needs_no_flags(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, MUJOCO_GL="egl"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert clip.stat().st_size > 0
-    assert {p.name for p in (tmp_path / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json"}
+    assert {p.name for p in (tmp_path / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json", "deploy.yaml"}
+
+
+def test_export_of_the_shipped_checkpoint_writes_the_actor_and_its_deploy_yaml(tmp_path, capsys):
+    g1_walk.main(["--export", str(SHIPPED), "--export-dir", str(tmp_path)])
+    assert {p.name for p in tmp_path.iterdir()} == {"policy.onnx", "policy.pt", "policy.json", "deploy.yaml"}
+    config = yaml.safe_load((tmp_path / "deploy.yaml").read_text())
+    assert config["task"] == "G1-Walk-Clock-v0" and config["num_obs"] == 98 and config["gait_period_s"] == 0.8
+    assert f"run it: python deploy/deploy_mujoco.py --config {tmp_path / 'deploy.yaml'}" in capsys.readouterr().out
+
+
+def test_export_errors_are_one_line(tmp_path, monkeypatch):
+    assert "--export nope.pt: no such checkpoint" in one_line_error(["--export", "nope.pt"], monkeypatch)
+    assert "was trained on G1-Walk-Clock-v0, not --task G1-Walk-v0" in one_line_error(
+        ["--export", str(SHIPPED), "--task", "G1-Walk-v0"], monkeypatch)
 
 
 def test_the_resume_command_a_stopped_run_prints_resumes_from_its_checkpoint(tmp_path):

@@ -30,6 +30,7 @@ from isaac_adapter.tasks.g1_walk.config import (
     stored_config,
     walk_config,
 )
+from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
 SHIPPED = str(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_clock_it1296.pt")
 OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded neither is read with
@@ -37,8 +38,9 @@ OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded n
 
 def trained_env(ckpt: dict) -> dict:
     """The env config a shipped checkpoint recorded, with the feet's collider it trained by: every
-    one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``)."""
-    return {**LEGACY_BACKEND, **ckpt["task"]["env"]}
+    one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``),
+    and predates ``randomization``, so trained without any (its default, off)."""
+    return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:
@@ -109,7 +111,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 def test_presets_and_the_smooth_gait_weights() -> None:
     assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast", "clock_fast_v1",
-                            "clock_fast_v2"}
+                            "clock_fast_v2", "robust"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -134,7 +136,8 @@ def test_registry_ids_and_presets() -> None:
     assert registry.get_task("G1-Walk-Clock-Fast-v0").config_preset == "clock_fast"
     assert registry.get_task("G1-Walk-Clock-Fast-v1").config_preset == "clock_fast_v1"
     assert registry.get_task("G1-Walk-Clock-Fast-v2").config_preset == "clock_fast_v2"
-    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2"}
+    assert registry.get_task("G1-Walk-Robust-v0").config_preset == "robust"
+    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2", "G1-Walk-Robust-v0"}
     assert all(spec.agent == registry.FAST_AGENT for spec in registry.TASKS.values() if spec.id in fast)
     assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast)
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
@@ -142,10 +145,10 @@ def test_registry_ids_and_presets() -> None:
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
 
 
-def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_with() -> None:
-    """G1-Walk-Clock-Ramp-v0 is the clock task plus the two smoothness ramps, exactly the task that
-    docs/checkpoints/g1_ttw_clock_ramp_s0_it640.pt recorded (trained as G1-Walk-Clock-v0 with the
-    ramps given on the command line)."""
+def test_clock_ramp_preset_is_what_the_first_time_to_walk_runs_trained_with() -> None:
+    """G1-Walk-Clock-Ramp-v0 is the clock task plus the two smoothness ramps, exactly the task of the
+    first runs that passed the gate (trained as G1-Walk-Clock-v0 with the ramps given on the command
+    line, as ``docs/time_to_walk/clock_ramp_s0.json`` recorded each run's command)."""
     ramped = clock_ramp_config(num_envs=4096, device="cuda")
     clock = gait_clock_config(num_envs=4096, device="cuda")
     assert dataclasses.replace(ramped, reward_ramps=()) == clock
@@ -154,32 +157,58 @@ def test_clock_ramp_preset_is_what_the_shipped_time_to_walk_checkpoint_trained_w
         ("action_rate", -0.15, 24 * 500, 24 * 800), ("ang_vel_xy", -0.2, 24 * 500, 24 * 800)]
     halfway = ramped.reward_weights(24 * 650)
     assert halfway["action_rate"] == pytest.approx(-0.08) and halfway["ang_vel_xy"] == pytest.approx(-0.125)
-    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_clock_ramp_s0_it640.pt",
-                      map_location="cpu", weights_only=False)
-    recorded = trained_env(ckpt)
-    assert ckpt["task"]["id"] == "G1-Walk-Clock-v0"
-    preset = dataclasses.asdict(dataclasses.replace(ramped, **LEGACY_BACKEND))
-    # fields that came later and change no result at their defaults: model_file_sensors (sensors
-    # nothing reads, the dynamics are the same) and the Warp buffer sizes (None: the bound)
-    assert set(preset) - set(recorded) == {"model_file_sensors", "warp_nconmax", "warp_njmax"}
-    assert set(recorded) <= set(preset)
-    assert {k: preset[k] for k in recorded if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
+    runs = recorded_runs("clock_ramp_s0.json")
+    assert runs
+    for cmd in runs:
+        assert cmd[cmd.index("--task") + 1] == "G1-Walk-Clock-v0" and "--num-steps-per-env" not in cmd
+        assert trainer_env(cmd) == clock_ramp_config()
     assert clock_ramp_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-@pytest.mark.parametrize("name, task_id, iteration, num_envs, steps_per_env, desired_kl", [
-    ("g1_ttw_clock_fast_s1_it420.pt", "G1-Walk-Clock-v0", 420, 4096, 24, 0.01),  # physics and ramps on the command line
-    ("g1_ttw_clock_fast_s2_it380.pt", "G1-Walk-Clock-Fast-v0", 380, 4096, 24, 0.01),  # trained by the task id
-    ("g1_ttw_clock_fast_8k_s1_it440.pt", "G1-Walk-Clock-Fast-v0", 440, 8192, 12, 0.01),  # ramps at the same iterations
-    ("g1_ttw_kl2_4k12_s2_it420.pt", "G1-Walk-Clock-Fast-v0", 420, 4096, 12, 0.02),  # half the samples per iteration
+def recorded_runs(name: str) -> list[list[str]]:
+    """The trainer commands a time-to-walk record (``docs/time_to_walk/NAME``) kept, one per run."""
+    import json
+
+    record = json.loads((Path(__file__).parents[1] / "docs" / "time_to_walk" / name).read_text())
+    return [run["trainer_command"] for run in record["runs"]]
+
+
+def trainer_env(cmd: list[str]) -> G1WalkConfig:
+    """The G1 task a recorded ``examples/g1_walk.py`` command trained: its ``--task`` preset with its
+    ``env.*`` overrides (``num_envs`` and ``device`` at their defaults)."""
+    from ppo_bootstrap.overrides import apply_overrides
+
+    preset = walk_config(preset=registry.get_task(cmd[cmd.index("--task") + 1]).config_preset)
+    return apply_overrides({"env": preset}, [arg for arg in cmd if arg.startswith("env.")])["env"]
+
+
+def trainer_agent(cmd: list[str]):
+    """The agent settings a recorded command trained with: its task's own, then its ``agent.*`` overrides
+    and ``--num-steps-per-env``."""
+    from ppo_bootstrap import RunnerConfig
+    from ppo_bootstrap.overrides import apply_overrides
+
+    spec = registry.get_task(cmd[cmd.index("--task") + 1])
+    agent = apply_overrides({"agent": RunnerConfig()}, [*spec.agent, *(a for a in cmd if a.startswith("agent."))])["agent"]
+    if "--num-steps-per-env" in cmd:
+        agent = dataclasses.replace(agent, num_steps_per_env=int(cmd[cmd.index("--num-steps-per-env") + 1]))
+    return agent
+
+
+@pytest.mark.parametrize("record, task_id, num_envs, steps_per_env, desired_kl", [
+    ("clock_dt10_early_s1.json", "G1-Walk-Clock-v0", 4096, 24, 0.01),  # physics and ramps on the command line
+    ("clock_fast_tf32_s012.json", "G1-Walk-Clock-Fast-v0", 4096, 24, 0.01),  # trained by the task id
+    ("clock_fast_graph_8192x12_s012.json", "G1-Walk-Clock-Fast-v0", 8192, 12, 0.01),  # ramps at the same iterations
+    ("clock_fast_kl2_4096x12_s12.json", "G1-Walk-Clock-Fast-v0", 4096, 12, 0.02),  # half the samples per iteration
 ])
-def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_with(
-        name: str, task_id: str, iteration: int, num_envs: int, steps_per_env: int, desired_kl: float) -> None:
+def test_clock_fast_preset_is_what_the_time_to_walk_runs_trained_with(
+        record: str, task_id: str, num_envs: int, steps_per_env: int, desired_kl: float) -> None:
     """G1-Walk-Clock-Fast-v0 is the clock task on 10 ms x 2 physics with the ramps over iterations
-    250-550, exactly the task the shipped time-to-walk checkpoints recorded (the first trained as
-    G1-Walk-Clock-v0 with the physics and the ramps given on the command line, the others by the id;
-    the last two on 12-step iterations, their ramps given in env steps of those; the last with
-    twice the default KL target, the rest of PPO at its defaults)."""
+    250-550, exactly the task of the time-to-walk runs each record in ``docs/time_to_walk`` kept
+    (the first trained as G1-Walk-Clock-v0 with the physics and the ramps given on the command line,
+    the others by the id; the last two on 12-step iterations, their ramps given in env steps of
+    those; the last with twice the default KL target, the rest of PPO at its defaults). The
+    checkpoint kept from them, trained by the v1 id, recorded the same task in full."""
     fast = clock_fast_config(num_envs=4096, device="cuda")
     clock = gait_clock_config(num_envs=4096, device="cuda")
     # the policy still acts every 20 ms: 10 ms x 2 against the clock task's 5 ms x 4
@@ -191,27 +220,34 @@ def test_clock_fast_preset_is_what_the_fastest_time_to_walk_checkpoints_trained_
         ("action_rate", -0.15, 24 * 250, 24 * 550), ("ang_vel_xy", -0.2, 24 * 250, 24 * 550)]
     assert fast.reward_weights(24 * 400)["action_rate"] == pytest.approx(-0.08)
     assert fast.reward_weights(24 * 400) == clock_ramp_config().reward_weights(24 * 650)
-    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / name, map_location="cpu", weights_only=False)
+    runs = recorded_runs(record)
+    assert runs
+    for cmd in runs:
+        assert cmd[cmd.index("--task") + 1] == task_id and int(cmd[cmd.index("--num_envs") + 1]) == num_envs
+        assert cmd[cmd.index("--symmetry") + 1] == "both"
+        agent = trainer_agent(cmd)
+        assert agent.num_steps_per_env == steps_per_env
+        assert agent.ppo.desired_kl == desired_kl and agent.ppo.schedule == "adaptive"
+        assert dataclasses.replace(agent.ppo, desired_kl=PPOConfig.desired_kl) == PPOConfig()  # the rest at its defaults
+        # the same iterations 250-550, counted in env steps of this run's iterations
+        ramps = tuple(dataclasses.replace(r, start_step=steps_per_env * 250, end_step=steps_per_env * 550)
+                      for r in fast.reward_ramps)
+        assert trainer_env(cmd) == dataclasses.replace(clock_fast_config(), reward_ramps=ramps)
+    # the kept checkpoint of the recipe (12-step iterations, trained by the v1 id): the whole task it recorded
+    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_v1_s2_it360.pt",
+                      map_location="cpu", weights_only=False)
     recorded = trained_env(ckpt)
-    assert ckpt["task"]["id"] == task_id and ckpt["iteration"] == iteration
-    assert ckpt["config"]["num_steps_per_env"] == steps_per_env
-    ppo = ckpt["config"]["ppo"]
-    assert ppo["desired_kl"] == desired_kl and ppo["schedule"] == "adaptive"
-    assert (ppo["num_learning_epochs"], ppo["num_mini_batches"]) == (PPOConfig.num_learning_epochs, PPOConfig.num_mini_batches)
-    assert ppo["symmetry_augmentation"] and ppo["symmetry_loss_coef"] > 0  # --symmetry both
-    # the same iterations 250-550, counted in env steps of this run's iterations
-    ramps = tuple(dataclasses.replace(r, start_step=steps_per_env * 250, end_step=steps_per_env * 550)
-                  for r in fast.reward_ramps)
-    preset = dataclasses.asdict(dataclasses.replace(clock_fast_config(num_envs=num_envs, device="cuda"),
+    ramps = tuple(dataclasses.replace(r, start_step=12 * 250, end_step=12 * 550) for r in fast.reward_ramps)
+    preset = dataclasses.asdict(dataclasses.replace(clock_fast_config(num_envs=4096, device="cuda"),
                                                     reward_ramps=ramps, **LEGACY_BACKEND))
     assert set(preset) == set(recorded)
     assert {k: v for k, v in preset.items() if k != "seed"} == {k: v for k, v in recorded.items() if k != "seed"}
 
 
 def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> None:
-    """G1-Walk-Clock-Fast-v1 (env preset and agent settings) is what g1_ttw_kl2_4k12_s2_it420.pt
-    recorded when it was trained as G1-Walk-Clock-Fast-v0 with 12 steps, desired_kl 0.02 and the
-    ramps on the command line: the fastest recipe to the gate, by one task id."""
+    """G1-Walk-Clock-Fast-v1 (env preset and agent settings) is what the half-samples runs trained
+    as G1-Walk-Clock-Fast-v0 with 12 steps, desired_kl 0.02 and the ramps on the command line
+    (``docs/time_to_walk/clock_fast_kl2_4096x12_s12.json``): that recipe, by one task id."""
     from ppo_bootstrap import RunnerConfig
     from ppo_bootstrap.overrides import apply_overrides
 
@@ -225,13 +261,10 @@ def test_clock_fast_v1_is_the_recipe_the_fastest_checkpoint_trained_with() -> No
         ("action_rate", -0.15, 3000, 6600), ("ang_vel_xy", -0.2, 3000, 6600)]
     assert dataclasses.replace(v1, reward_ramps=()) == dataclasses.replace(clock_fast_config(num_envs=4096, device="cuda"),
                                                                            reward_ramps=())
-    ckpt = torch.load(Path(__file__).parents[1] / "docs" / "checkpoints" / "g1_ttw_kl2_4k12_s2_it420.pt",
-                      map_location="cpu", weights_only=False)
-    recorded = trained_env(ckpt)
-    assert {k: v for k, v in dataclasses.asdict(dataclasses.replace(v1, **LEGACY_BACKEND)).items() if k != "seed"} == \
-        {k: v for k, v in recorded.items() if k != "seed"}
-    assert ckpt["config"]["num_steps_per_env"] == agent.num_steps_per_env
-    assert ckpt["config"]["ppo"]["desired_kl"] == agent.ppo.desired_kl
+    for cmd in recorded_runs("clock_fast_kl2_4096x12_s12.json"):
+        assert cmd[cmd.index("--task") + 1] == "G1-Walk-Clock-Fast-v0"
+        assert trainer_env(cmd) == clock_fast_v1_config()
+        assert trainer_agent(cmd) == agent
     assert walk_config(preset="clock_fast_v1", rel_standing_envs=0.2).rel_standing_envs == 0.2
     assert clock_fast_v1_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
@@ -260,7 +293,7 @@ def test_clock_fast_v2_is_what_its_measured_runs_trained(runs: str) -> None:
     assert clock_fast_v2_config(reward_ramps=()).reward_ramps == ()  # the ramps can be replaced
 
 
-@pytest.mark.parametrize("name, iteration", [("g1_ttw_v1_s1_it400.pt", 400), ("g1_ttw_v1_s2_it360.pt", 360)])
+@pytest.mark.parametrize("name, iteration", [("g1_ttw_v1_s2_it360.pt", 360)])
 def test_the_checkpoints_trained_by_the_clock_fast_v1_id(name: str, iteration: int) -> None:
     """The shipped time-to-walk checkpoints were trained by ``--task G1-Walk-Clock-Fast-v1`` alone (no
     agent flags): each recorded the id, its env preset, and its agent settings (12 steps, desired_kl 0.02)."""

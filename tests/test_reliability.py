@@ -626,7 +626,7 @@ def test_stale_temporaries_are_removed_at_start_and_save_but_never_a_live_writer
 
 
 def test_fault_injection_finds_nothing_silent_or_unhelpful():
-    """A smaller run of scripts/fault_injection.py, whose full table README shows."""
+    """A smaller run of scripts/fault_injection.py, whose full table docs/reliability.md shows."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("fault_injection", os.path.join(ROOT, "scripts", "fault_injection.py"))

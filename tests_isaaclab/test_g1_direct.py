@@ -23,7 +23,7 @@ import math
 import pytest
 import torch
 
-from ppo_bootstrap.episode import validate_step
+from ppo_bootstrap.episode import final_rows, validate_step
 
 from isaac_adapter.tasks.g1_walk import G1WalkConfig, causes
 from isaac_adapter.tasks.g1_walk.config import steps_from_seconds
@@ -31,12 +31,13 @@ from isaac_adapter.tasks.g1_walk.config import steps_from_seconds
 TILTED = [math.cos(math.radians(35)), math.sin(math.radians(35)), 0.0, 0.0]  # 70 deg roll: tilt_xy 0.883
 
 
-def build(num_envs: int, decimation: int = 4, episode_length_s: float = 20.0):
+def build(num_envs: int, decimation: int = 4, episode_length_s: float = 20.0, reset_by_mask: bool = True,
+          joint_pos_noise: float = 0.0):
     from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
     task = G1WalkConfig(num_envs=num_envs, device="cpu", decimation=decimation, episode_length_s=episode_length_s,
-                        joint_pos_noise=0.0)
-    return make_g1_direct_env(task)
+                        joint_pos_noise=joint_pos_noise)
+    return make_g1_direct_env(task, reset_by_mask=reset_by_mask)
 
 
 def script(env, plan: dict[int, tuple[str, int]]) -> None:
@@ -74,7 +75,7 @@ def end_steps(env, max_steps: int) -> dict[int, tuple[int, bool, bool, int]]:
         res = env.step(torch.zeros(env.num_envs, env.num_actions))
         validate_step(env.num_envs, res)
         cause = res.info["extras"]["termination_cause"]
-        for i in res.final_env_ids.tolist():
+        for i in final_rows(res)[0].tolist():
             found.setdefault(i, (t, bool(res.terminated[i]), bool(res.truncated[i]), int(cause[i])))
         if len(found) == env.num_envs:
             break
@@ -106,8 +107,9 @@ def test_grace_windows_end_at_the_boundary_steps(decimation):
     assert [cause[i] for i in range(7)] == [causes.CAUSE_TILT] * 3 + [causes.CAUSE_LATERAL] * 3 + [causes.CAUSE_HEIGHT]
 
 
-def test_time_limit_is_truncation_and_a_fall_on_that_step_is_both():
-    env = build(3, 4, episode_length_s=1.0)  # 50 policy steps
+@pytest.mark.parametrize("reset_by_mask", [True, False])
+def test_time_limit_is_truncation_and_a_fall_on_that_step_is_both(reset_by_mask):
+    env = build(3, 4, episode_length_s=1.0, reset_by_mask=reset_by_mask)  # 50 policy steps
     try:
         script(env, {1: ("height", 50), 2: ("height", 10)})
         found = end_steps(env, 55)
@@ -118,8 +120,9 @@ def test_time_limit_is_truncation_and_a_fall_on_that_step_is_both():
     assert found[2] == (10, True, False, causes.CAUSE_HEIGHT)
 
 
-def test_final_obs_is_pre_reset_and_only_ended_envs_reset():
-    env = build(4, 4, episode_length_s=20.0)
+@pytest.mark.parametrize("reset_by_mask", [True, False])
+def test_final_obs_is_pre_reset_and_only_ended_envs_reset(reset_by_mask):
+    env = build(4, 4, episode_length_s=20.0, reset_by_mask=reset_by_mask)
     try:
         script(env, {1: ("height", 5)})
         env.reset()
@@ -129,9 +132,12 @@ def test_final_obs_is_pre_reset_and_only_ended_envs_reset():
         joints_before = base.state.joint_pos.clone()
         res = env.step(torch.zeros(4, env.num_actions))
         validate_step(4, res)
-        assert res.final_env_ids.tolist() == [1]
+        # by mask: the dense form, no ids from the adapter; by ids: the sparse form
+        assert (res.final_env_ids is None) == reset_by_mask
+        ids, final = final_rows(res)
+        assert ids.tolist() == [1]
         # final obs: the terminal snapshot's observation, not the respawned one
-        torch.testing.assert_close(res.final_obs["policy"], base.terminal_observations(res.final_env_ids)["policy"])
+        torch.testing.assert_close(final["policy"], base.terminal_observations(ids)["policy"])
         assert int(base.episode_length_buf[1]) == 0 and (base.episode_length_buf[[0, 2, 3]] == 5).all()
         # the other envs' joints moved continuously (no respawn); env 1 is back at the nominal pose
         assert (base.state.joint_pos[[0, 2, 3]] - joints_before[[0, 2, 3]]).abs().max() < 0.2
@@ -163,3 +169,29 @@ def test_observation_layout_is_the_mujoco_tasks_and_runner_trains():
         assert runner.iteration == 2 and all(torch.isfinite(p).all() for p in runner.policy.parameters())
     finally:
         env.close()
+
+
+def test_the_reset_by_mask_steps_as_the_reset_by_ids():
+    """The two reset paths are one task: with the same actions and a held command, every step's
+    observations, rewards, flags and final observations agree (a fall at step 5, a time limit at 50).
+    The spawn noise is off and the command held because the two paths draw from the task's generator
+    on different steps (by mask a step draws whether or not an env ended, by ids only when one did)."""
+    runs = []
+    for reset_by_mask in (True, False):
+        env = build(3, 4, episode_length_s=1.0, reset_by_mask=reset_by_mask)
+        try:
+            script(env, {1: ("height", 5)})
+            gen = torch.Generator().manual_seed(0)
+            env.reset()
+            steps = [env.unwrapped.set_commands(torch.tensor([[0.5, 0.0, 0.2]]).expand(3, 3))]
+            for _ in range(52):
+                res = env.step(0.3 * torch.randn(3, env.num_actions, generator=gen))
+                validate_step(3, res)
+                ids, final = final_rows(res)
+                steps.append((res.obs, res.reward, res.terminated, res.truncated, ids, final))
+            runs.append(steps)
+        finally:
+            env.close()
+    ends = [step[4].tolist() for step in runs[0][1:]]
+    assert ends[4] == [1] and ends[9] == [1] and ends[49] == [0, 1, 2]
+    torch.testing.assert_close(runs[0], runs[1], atol=1e-5, rtol=1e-5)

@@ -118,6 +118,12 @@ class IsaacApiVecEnv:
         """
         raise NotImplementedError
 
+    def _final_obs_all(self, obs: ObsGroups, extras: Any) -> ObsGroups | None:
+        """The true last observation of every env ``{group: [N, ...]}`` when the simulator gives it for
+        all rows on every step (the dense form of the contract, no host sync); ``None`` otherwise,
+        and the step takes the ids of the ended envs (:meth:`_end_episodes`)."""
+        return None
+
     # ------------------------------------------------------------------ VecEnv
     def reset(self) -> ObsGroups:
         """Reset every env; ``{group: [N, ...]}``."""
@@ -129,6 +135,11 @@ class IsaacApiVecEnv:
         obs = self._select(obs_raw, "step() obs")
         reward = reward.reshape(self.num_envs).clone()  # the env rewrites its reward buffer next step
         terminated, truncated = time_limit_as_terminal(terminated, truncated, self.finite_horizon)
+        final_all = self._final_obs_all(obs, extras)
+        if final_all is not None:  # the dense form: every env's row, read through the done mask downstream
+            log = log_scalars(extras.get("log") if isinstance(extras, Mapping) else None)
+            return StepResult(obs, reward, terminated, truncated, None, None, {"extras": extras, "log": log},
+                              final_obs_all=final_all)
         ids = torch.nonzero(done_mask(terminated, truncated)).flatten()  # the one host sync of the adapter
         if ids.numel() == 0:
             return StepResult(obs, reward, terminated, truncated, empty_rows(obs), ids, {"extras": extras})

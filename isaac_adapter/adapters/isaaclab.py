@@ -25,8 +25,14 @@ land in ``truncated``, the others in ``terminated``; both may be true and both a
 a finite-horizon task (``cfg.is_finite_horizon``, the flag Isaac Lab's RL wrappers read) a
 time-out is terminal (:func:`ppo_bootstrap.episode.time_limit_as_terminal`).
 
-Host synchronisation: the adapter adds exactly one per step, the ``nonzero`` that produces
-``final_env_ids`` (Isaac Lab's own step already performs the same ``nonzero`` on ``reset_buf``).
+An env that recomputes ``extras["final_obs"]`` for every env on every step and says so
+(``final_obs_every_step``, as :class:`~isaac_adapter.isaaclab.g1_direct.G1WalkDirectEnv` does when it
+resets by mask) is read in the dense form: ``final_obs_all`` ``[N, ...]``, checked for freshness
+on every step, and no ids.
+
+Host synchronisation: in the dense form none. Otherwise the adapter adds exactly one per step, the
+``nonzero`` that produces ``final_env_ids`` (Isaac Lab's own step already performs the same
+``nonzero`` on ``reset_buf``).
 Everything else stays on the device. In hook mode, the check that every ended env was captured
 (``check_final_obs``) costs a second sync and is therefore on by default only on CPU.
 """
@@ -109,7 +115,8 @@ class IsaacLabVecEnv(IsaacApiVecEnv):
             stepped (so they keep working); other wrappers are bypassed.
         obs_groups: ``{"policy": env_group, "critic": env_group}``; default: ``"policy"`` and,
             when present, ``"critic"``. Other groups are dropped.
-        final_obs: ``"auto"``, ``"extras"`` (Isaac Lab 3 ``compute_final_obs``) or ``"hook"``.
+        final_obs: ``"auto"``, ``"extras"`` (Isaac Lab 3 ``compute_final_obs``, or the dense form of an
+            env with ``final_obs_every_step``) or ``"hook"``.
         clip_actions: clamp actions to ``[-clip, clip]`` before stepping (like Isaac Lab's RL wrappers).
         check_final_obs: hook mode only: verify that every ended env was captured before its reset
             (one extra host sync). Default: on for CPU envs, off for GPU envs.
@@ -149,6 +156,8 @@ class IsaacLabVecEnv(IsaacApiVecEnv):
     def _final_obs_mode(self, final_obs: str) -> str:
         """``"extras"`` or ``"hook"`` for the requested mode; raises when the cfg cannot serve it."""
         has_flag = hasattr(self.cfg, "compute_final_obs")
+        if final_obs in ("auto", "extras") and getattr(self.unwrapped, "final_obs_every_step", False):
+            return "dense"
         if final_obs == "auto":
             final_obs = "extras" if has_flag else "hook"
         if final_obs == "hook":
@@ -230,10 +239,17 @@ class IsaacLabVecEnv(IsaacApiVecEnv):
 
     # ------------------------------------------------------------------ extras mode
     def _final_from_extras(self, extras: Any, ids: torch.Tensor, obs: ObsGroups) -> ObsGroups:
+        rows = self._fresh_final_obs(extras, obs, lambda: f"env ids {ids.tolist()} ended")
+        return {group: value[ids.to(value.device)].to(self.device) for group, value in rows.items()}
+
+    def _fresh_final_obs(self, extras: Any, obs: ObsGroups, ended: Any) -> ObsGroups:
+        """``extras["final_obs"]``'s groups ``{group: [N, ...]}``, checked: present, recomputed this step
+        (not the same unmodified object as on an earlier step), ``N`` rows, no memory shared with the
+        post-reset ``obs``. ``ended()`` words the envs that ended, for the error lines only."""
         final = extras.get("final_obs") if isinstance(extras, Mapping) else None
         if final is None:
             raise EpisodeProtocolError(
-                f"env ids {ids.tolist()} ended but extras has no 'final_obs': the env cannot provide the "
+                f"{ended()} but extras has no 'final_obs': the env cannot provide the "
                 "observation before its reset (cfg.compute_final_obs must be True before the env is built)"
             )
         if not isinstance(final, Mapping):
@@ -241,13 +257,12 @@ class IsaacLabVecEnv(IsaacApiVecEnv):
         fingerprint = _fingerprint(final)
         if fingerprint == self._last_fingerprint:
             raise EpisodeProtocolError(
-                f"stale final observation: env ids {ids.tolist()} ended at step {self._steps} but "
+                f"stale final observation: {ended()} at step {self._steps} but "
                 "extras['final_obs'] is the same, unmodified object as on an earlier step (the env reset them "
                 "without recomputing it)"
             )
         self._last_final_obs, self._last_fingerprint = final, fingerprint
         rows = self._select(final, "extras['final_obs']")
-        out = {}
         for group, value in rows.items():
             if value.shape[0] != self.num_envs:
                 raise EpisodeProtocolError(
@@ -256,10 +271,16 @@ class IsaacLabVecEnv(IsaacApiVecEnv):
             if shares_memory(value, obs[group]):
                 raise EpisodeProtocolError(
                     f"extras['final_obs'][{self._mapping[group]!r}] shares memory with the post-reset observation; "
-                    f"the final observation of env ids {ids.tolist()} was overwritten by the reset"
+                    f"the final observation of {ended()} was overwritten by the reset"
                 )
-            out[group] = value[ids.to(value.device)].to(self.device)
-        return out
+        return {group: value.to(self.device) for group, value in rows.items()}
+
+    def _final_obs_all(self, obs: ObsGroups, extras: Any) -> ObsGroups | None:
+        # an env that recomputes extras["final_obs"] for every env on every step (a reset by mask)
+        # hands them on whole: no nonzero, no host sync
+        if self.final_obs_mode != "dense":
+            return None
+        return self._fresh_final_obs(extras, obs, lambda: "the envs with terminated | truncated")
 
     # ------------------------------------------------------------------ IsaacApiVecEnv
     def _env_step(self, actions: torch.Tensor) -> StepOutput:

@@ -181,6 +181,14 @@ class RobotArrays:
         put_rows(self.ctrl, mask, rows_q[:, self._joint_q].to(self.ctrl.dtype))
         self.torque.masked_fill_(mask[:, None], 0.0)
 
+    def add_root_velocity_masked(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        """Add ``delta`` ``[N, 3]`` (m/s, world frame) to the root linear velocity of the rows where
+        ``mask`` ``[N]`` is true (a push); every other row stays bit-identical, no host sync."""
+        mask = mask.to(self.qvel.device, torch.bool)
+        rv = self.layout.root_v
+        velocity = self.qvel[:, rv : rv + 3]
+        put_rows(velocity, mask, velocity + delta.detach().to(velocity.device, velocity.dtype))
+
     def _fresh_rows(
         self, rows_q: torch.Tensor, rows_v: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,3 +221,111 @@ def init_backend(
     layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
     backend.num_joints, backend.num_feet = layout.num_joints, layout.num_feet
     return layout
+
+
+#: The model fields each randomized parameter (``tasks.g1_walk.randomization.PHYSICS_PARAMS``) is
+#: written into, given the contact model: foot-ground friction lives in the foot-floor ``<pair>``\ s
+#: when the model has them, else in the foot geoms.
+PARAM_FIELDS = {
+    "link_mass_scale": ("body_mass", "body_inertia", "body_subtreemass"),
+    "base_com_offset": ("body_ipos",),
+    "armature_scale": ("dof_armature",),
+    "joint_friction_scale": ("dof_frictionloss",),
+    "kp_scale": ("actuator_gainprm", "actuator_biasprm"),
+    "kd_scale": ("actuator_biasprm",),
+}
+
+
+class ModelParams:
+    """Per-env values of a MuJoCo model's fields from per-env randomized parameters: the arithmetic
+    both MuJoCo backends share (the CPU one writes them into its batch's per-simulation fields, the
+    Warp one into per-world model arrays).
+
+    Parameters (``[N, ...]`` each, see ``tasks.g1_walk.randomization.draw_physics``): ``friction``
+    ``[N]`` sets the sliding friction (both tangential directions) of every foot-floor contact;
+    ``link_mass_scale`` ``[N, nbody - 1]`` scales every link's mass and inertia (the subtree masses
+    follow); ``base_com_offset`` ``[N, 3]`` moves the root body's centre of mass; ``armature_scale``,
+    ``joint_friction_scale`` ``[N, J]`` scale the actuated dofs' armature and friction loss;
+    ``kp_scale``, ``kd_scale`` ``[N, J]`` scale each position servo's stiffness (gain and bias) and
+    damping (bias). Joints are in actuator order.
+
+    Args:
+        model: the compiled model (its values are the nominal ones).
+        layout: the robot in it.
+    """
+
+    def __init__(self, model: mujoco.MjModel, layout: RobotLayout) -> None:
+        self.layout = layout
+        self.num_links = model.nbody - 1
+        foot = set(layout.foot_bodies.tolist())
+        # a geom belongs to a foot when its body is one of the feet (the G1's foot collision geoms)
+        on_foot = np.array([int(model.geom_bodyid[g]) in foot for g in range(model.ngeom)])
+        static = model.body_weldid[model.geom_bodyid] == 0
+        pairs = [i for i in range(model.npair)
+                 if (on_foot[model.pair_geom1[i]] and static[model.pair_geom2[i]])
+                 or (on_foot[model.pair_geom2[i]] and static[model.pair_geom1[i]])]
+        if pairs:
+            self.friction_field, self.friction_rows = "pair_friction", np.array(pairs, dtype=np.int64)
+        else:
+            colliding = (model.geom_contype | model.geom_conaffinity) > 0
+            self.friction_field = "geom_friction"
+            self.friction_rows = np.flatnonzero(on_foot & colliding).astype(np.int64)
+        if self.friction_rows.size == 0:
+            raise ValueError("the model has no foot-ground contact to randomize the friction of")
+        self.nominal = {name: torch.as_tensor(np.array(getattr(model, name), dtype=np.float64))
+                        for name in {*sum(PARAM_FIELDS.values(), ()), self.friction_field}}
+        # subtree[b, c] = 1 when body c lies in body b's subtree: subtree masses are one matrix product
+        subtree = np.zeros((model.nbody, model.nbody))
+        for c in range(model.nbody):
+            b = c
+            while True:
+                subtree[b, c] = 1.0
+                if b == 0:
+                    break
+                b = int(model.body_parentid[b])
+        self.subtree = torch.as_tensor(subtree)
+        self.actuated_dofs = torch.as_tensor(layout.joint_v)
+
+    def fields(self, params: Sequence[str]) -> tuple[str, ...]:
+        """The model fields that parameters ``params`` write, each once."""
+        out: list[str] = []
+        for name in params:
+            for f in (self.friction_field,) if name == "friction" else PARAM_FIELDS[name]:
+                if f not in out:
+                    out.append(f)
+        return tuple(out)
+
+    def values(self, params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``{field: [N, *field shape]}`` float64 on the parameters' device: every field of
+        :meth:`fields`, nominal where no parameter changes it."""
+        n = next(iter(params.values())).shape[0]
+        dev = next(iter(params.values())).device
+        nominal = {k: v.to(dev) for k, v in self.nominal.items()}
+        out: dict[str, torch.Tensor] = {}
+
+        def field_(name: str) -> torch.Tensor:
+            if name not in out:
+                out[name] = nominal[name].expand(n, *nominal[name].shape).clone()
+            return out[name]
+
+        p = {k: v.to(dev, torch.float64) for k, v in params.items()}
+        dofs = self.actuated_dofs.to(dev)
+        if "friction" in p:
+            field_(self.friction_field)[:, torch.as_tensor(self.friction_rows, device=dev), :2] = p["friction"][:, None, None]
+        if "link_mass_scale" in p:
+            scale = torch.cat([torch.ones(n, 1, dtype=torch.float64, device=dev), p["link_mass_scale"]], dim=1)
+            mass = field_("body_mass")
+            mass *= scale
+            field_("body_inertia").mul_(scale.unsqueeze(-1))
+            out["body_subtreemass"] = mass @ self.subtree.to(dev).T
+        if "base_com_offset" in p:
+            field_("body_ipos")[:, self.layout.root_body] += p["base_com_offset"]
+        for name, target in (("armature_scale", "dof_armature"), ("joint_friction_scale", "dof_frictionloss")):
+            if name in p:
+                field_(target)[:, dofs] *= p[name]
+        if "kp_scale" in p:  # a position servo: force = kp (ctrl - q) - kd qdot = gain * ctrl + bias1 q + bias2 qdot
+            field_("actuator_gainprm")[:, :, 0] *= p["kp_scale"]
+            field_("actuator_biasprm")[:, :, 1] *= p["kp_scale"]
+        if "kd_scale" in p:
+            field_("actuator_biasprm")[:, :, 2] *= p["kd_scale"]
+        return out

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import RobotArrays, init_backend
+from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
 
 try:
     import mujoco.batch
@@ -83,6 +83,8 @@ class MujocoCpuBackend:
             torque=_view(self._torque),
         )
         self._batch.reset(stage=mujoco.mjtStage.mjSTAGE_VEL)
+        self._params = ModelParams(model, layout)
+        self.num_links = self._params.num_links
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -107,6 +109,30 @@ class MujocoCpuBackend:
         self._batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
         self._robot.write_reset_rows(torch.from_numpy(ids), qpos, qvel)
         self._batch.forward(ids, stage=mujoco.mjtStage.mjSTAGE_VEL)
+
+    def add_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        """A push: add ``delta`` ``[N, 3]`` (m/s, world frame) to the root linear velocity of the envs
+        where ``mask`` ``[N]``; their derived fields are recomputed, every other env is untouched."""
+        self._robot.add_root_velocity_masked(mask.cpu(), delta.cpu())
+        ids = np.flatnonzero(mask.detach().cpu().numpy())
+        if ids.size:
+            self._batch.forward(ids, stage=mujoco.mjtStage.mjSTAGE_VEL)
+
+    def set_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        """Give the envs where ``mask`` ``[N]`` the model parameters ``params`` (``{name: [N, ...]}``,
+        see :class:`~isaac_adapter.backends.layout.ModelParams`), as per-simulation fields of the
+        batch; the other envs keep theirs. Takes effect from their next forward pass (a reset's)."""
+        ids = np.flatnonzero(mask.detach().cpu().numpy())
+        if ids.size == 0 or not params:
+            return
+        for name, values in self._params.values({k: v.cpu() for k, v in params.items()}).items():
+            self._batch.expand(name)[ids] = values.numpy()[ids]
+
+    def physics_params(self, name: str) -> np.ndarray:
+        """The ``[N, ...]`` per-env values of model field ``name`` (the shared ones repeated)."""
+        values = self._batch.expanded(name)
+        return np.broadcast_to(getattr(self.model, name), (self.num_envs, *getattr(self.model, name).shape)) \
+            if values is None else values.copy()
 
     # -- checkpointing -------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ import torch
 import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import RobotArrays, init_backend
+from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
@@ -195,6 +195,9 @@ class MujocoWarpBackend:
         sensors_every_substep: compute the sensors on every substep; by default only on the last
             one of a ``step`` (and after a reset), the only readings :meth:`state` reports: sensors
             never act on the dynamics, so the states are the same either way.
+        randomized: the randomized parameters (``tasks.g1_walk.randomization.PHYSICS_PARAMS``) whose
+            model fields get one row per world (MuJoCo Warp's batched model arrays), so that
+            :meth:`set_physics_params` can give each env its own; none by default (one shared model).
         convex_box_box: collide box pairs (the G1's two feet) with MuJoCo Warp's general convex
             path (GJK/EPA) instead of its box-box primitive, the algorithm MuJoCo uses on the CPU.
             Off by default: that path's kernel is the slowest of a cold start to compile.
@@ -219,6 +222,7 @@ class MujocoWarpBackend:
         print_overflow: bool = False,
         sensors_every_substep: bool = False,
         convex_box_box: bool = False,
+        randomized: Sequence[str] = (),
     ) -> None:
         layout = init_backend(self, model, num_envs, decimation, torch.device(device),
                               root_body=root_body, foot_bodies=foot_bodies,
@@ -231,13 +235,16 @@ class MujocoWarpBackend:
         self.sensors_every_substep = bool(sensors_every_substep)
 
         # -- model and data on the device --------------------------------------------------------
-        max_contacts, max_rows = contact_capacity(model)
+        max_contacts, max_rows = self.capacity = contact_capacity(model)
         self.nconmax = int(nconmax) if nconmax is not None else max_contacts
         self.njmax = int(njmax) if njmax is not None else max_rows
         mjd = mujoco.MjData(model)
         mujoco.mj_forward(model, mjd)
+        self._params = ModelParams(model, layout)
+        self.num_links = self._params.num_links
+        batched = self._params.fields(tuple(randomized))
         with wp.ScopedDevice(self._wp_device):
-            self._m = mjw.put_model(model)
+            self._m = mjw.put_model(model, batch_sizes={name: num_envs for name in batched})
             if not print_overflow:
                 self._m.opt.warn_overflow = 0
             if not convex_box_box:
@@ -261,6 +268,8 @@ class MujocoWarpBackend:
         self._nefc = view(d.nefc)  # [N]
         self._nacon = view(d.nacon)  # [1], all worlds
         self._reset_mask = view(self._reset_mask_wp)  # [N] bool
+        # per-world model fields, [N, ...] views (vector types as a last dim)
+        self._model_rows = {name: view(getattr(self._m, name)) for name in batched}
         # read-out and reset rows as in the CPU backend; actuator_force is only written by step2,
         # so it holds the torques of the last substep
         self._robot = RobotArrays(
@@ -286,6 +295,9 @@ class MujocoWarpBackend:
         self._nonfinite = torch.zeros(num_envs, dtype=torch.bool, device=dev)
         self._peak_nefc = torch.zeros(num_envs, dtype=torch.int32, device=dev)
         self._peak_nacon = torch.zeros(1, dtype=torch.int32, device=dev)
+        # the policy step (counted on the device) at which each world first overflowed since the last check
+        self._step_on_device = torch.zeros((), dtype=torch.long, device=dev)
+        self._first_overflow_step = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
         self._steps_since_check = 0
         self._steps = 0
         self._totals = {"steps": 0, "iteration_cap_steps": 0, "peak_nefc": 0, "peak_nacon": 0}
@@ -393,17 +405,48 @@ class MujocoWarpBackend:
         self._reset_mask.copy_(mask)
         self._reset_rows(lambda: self._robot.write_reset_rows_masked(self._reset_mask, qpos, qvel))
 
-    def _reset_rows(self, write: Callable[[], None]) -> None:
-        """The reset of the worlds in :attr:`_reset_mask`, with ``write()`` putting their new state rows in."""
+    def add_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        """A push: add ``delta`` ``[N, 3]`` (m/s, world frame) to the root linear velocity of the worlds
+        where ``mask`` ``[N]``; their derived fields are recomputed, every other world is left
+        bit-identical. Device-side only: no host synchronisation."""
+        self._reset_mask.copy_(mask)
+        self._reset_rows(lambda: self._robot.add_root_velocity_masked(self._reset_mask, delta), reset=False)
+
+    def set_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        """Give the worlds where ``mask`` ``[N]`` the model parameters ``params`` (``{name: [N, ...]}``,
+        see :class:`~isaac_adapter.backends.layout.ModelParams`); the other worlds keep theirs. Each
+        parameter must be one this backend was built ``randomized`` for. No host synchronisation."""
+        if not params:
+            return
+        mask = mask.to(self.device, torch.bool)
+        for name, values in self._params.values({k: v.to(self.device) for k, v in params.items()}).items():
+            if name not in self._model_rows:
+                raise ValueError(f"model field {name} is shared by every world; build the backend with "
+                                 f"randomized={tuple(params)}")
+            rows = self._model_rows[name]
+            put_rows(rows, mask, values.to(rows.dtype).view(rows.shape))
+
+    def physics_params(self, name: str) -> np.ndarray:
+        """The ``[N, ...]`` per-world values of model field ``name`` (the shared ones repeated)."""
+        rows = self._model_rows.get(name)
+        if rows is None:
+            return np.broadcast_to(getattr(self.model, name), (self.num_envs, *getattr(self.model, name).shape))
+        return rows.cpu().numpy().astype(np.float64)
+
+    def _reset_rows(self, write: Callable[[], None], reset: bool = True) -> None:
+        """The reset of the worlds in :attr:`_reset_mask`, with ``write()`` putting their new state rows
+        in; without ``reset`` only ``write()`` and the recomputation of the derived fields (a push)."""
         mask = self._reset_mask
         # keep what reset_data is about to clear: overflow bits of the reset worlds
         self._flags |= self._overflow
         saved = (self._sensordata.clone(), self._xpos.clone(), self._subtree_com.clone())
 
         # mj_resetData on those worlds: time, controls, activations, warm start, applied forces...
-        self._run("reset")
+        if reset:
+            self._run("reset")
         write()
-        self._nonfinite &= ~mask
+        if reset:
+            self._nonfinite &= ~mask
 
         # positions, velocities, sensors of the new states (step1 runs on every world; the
         # outputs reported by state() are put back where the state did not change)
@@ -418,6 +461,9 @@ class MujocoWarpBackend:
         bits = self._overflow.clone()
         self._overflow.zero_()
         self._flags |= bits
+        self._step_on_device += 1
+        first = (self._first_overflow_step < 0) & ((bits & self.fatal_overflow) != 0)
+        torch.where(first, self._step_on_device, self._first_overflow_step, out=self._first_overflow_step)
         self._iter_cap_steps += (bits & int(mjw.OverflowType.ITERATIONS)) != 0
         finite = torch.isfinite(self._qpos).all(-1) & torch.isfinite(self._qvel).all(-1)
         self._nonfinite |= ~finite
@@ -452,9 +498,11 @@ class MujocoWarpBackend:
         if fatal.any():
             ids = torch.nonzero(fatal).flatten().tolist()
             bits = int(np.bitwise_or.reduce(flags[fatal].numpy()))
+            first = self._first_overflow_step.cpu()[fatal]
+            step = int(first[first >= 0].min()) if (first >= 0).any() else self._steps + 1
             problems.append(
-                f"MuJoCo Warp overflow {overflow_names(bits & self.fatal_overflow)} in {len(ids)} envs "
-                f"(nconmax={self.nconmax}, njmax={self.njmax}; raise them)"
+                f"MuJoCo Warp overflow {overflow_names(bits & self.fatal_overflow)} in {len(ids)} envs, first at "
+                f"policy step {step}: {self._needed(bits)}"
             )
             env_ids += ids
         if nonfinite.any():
@@ -474,8 +522,26 @@ class MujocoWarpBackend:
         self._iter_cap_steps.zero_()
         self._peak_nefc.zero_()
         self._peak_nacon.zero_()
+        self._first_overflow_step.fill_(-1)
         self._steps_since_check = 0
         return stats
+
+    def _needed(self, bits: int) -> str:
+        """What to raise, and to how much, for the overflow ``bits``. MuJoCo Warp counts rows and
+        contacts past the buffers (``d.nefc``, ``d.nacon``) only until its kernels stop adding them, so
+        the count is a lower bound; the model's upper bound (:func:`contact_capacity`, the default)
+        cannot overflow."""
+        contacts, rows = self.capacity
+        parts = []
+        if bits & int(mjw.OverflowType.NEFC):
+            seen = int(self._peak_nefc.max().item())
+            parts.append(f"a world needed more than njmax={self.njmax} constraint rows (at least {seen}); raise "
+                         f"njmax (env.warp_njmax) to the model's bound {rows}, its default")
+        if bits & int(mjw.OverflowType.NARROWPHASE | mjw.OverflowType.BROADPHASE):
+            seen = int(self._peak_nacon.item())
+            parts.append(f"the worlds needed more than naconmax={self._d.naconmax} contacts (at least {seen}); raise "
+                         f"nconmax (env.warp_nconmax, per world) to the model's bound {contacts}, its default")
+        return "; ".join(parts) or f"raise nconmax={self.nconmax} / njmax={self.njmax} (env.warp_nconmax / env.warp_njmax)"
 
     def health_summary(self, reset: bool = False) -> dict[str, float]:
         """The statistics of :meth:`check_health` over every check since construction (or the last reset)."""

@@ -29,13 +29,20 @@ Definitions (the choices the gate's wording leaves open):
     RMS per component would be ``1/sqrt(2)`` of it);
   - yaw-rate error: RMS of ``w_z - cmd_wz`` (rad/s);
   - leg joint velocity: RMS of the 12 leg joint velocities (rad/s).
+
+The robustness gate (:func:`robust_gate_config`) is the same battery, rollout and judgment (the same
+lines and thresholds) with the task's domain randomization on
+(:class:`~isaac_adapter.tasks.g1_walk.randomization.RandomizationCfg`, one definition for training and
+judging): :data:`ROBUST_GATE_RANDOMIZATION`'s pushes, friction, masses, observation noise and a
+one-step action delay. The walking gate judges with the randomization off, whatever the checkpoint
+trained with.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import torch
@@ -47,6 +54,7 @@ from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 from isaac_adapter.evaluation.judge import FALL, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
+from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
 Command = tuple[float, float, float]
 
@@ -83,6 +91,10 @@ class GateConfig:
     battery: tuple[tuple[str, Command], ...] = BATTERY
     smoothness_command: Command = (0.5, 0.0, 0.0)
     thresholds: GateThresholds = field(default_factory=GateThresholds)
+    # the task's domain randomization during the rollout: off for the walking gate, on for the
+    # robustness gate (robust_gate_config)
+    randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
+    name: str = "gate"
 
     @property
     def num_envs(self) -> int:
@@ -173,15 +185,17 @@ class GateResult:
     def format(self) -> str:
         """The gate table: line, measured value, threshold, PASS / FAIL; then the overall verdict."""
         cfg = self.config
-        out = [f"gate: {len(cfg.battery)} commands x {cfg.starts} noisy starts x {cfg.horizon_s:g} s, seed {cfg.seed}; "
-               f"smoothness at {cfg.smoothness_command} ({cfg.starts} starts)",
-               f"{'line':<34} {'measured':>9} {'threshold':>11}  result", "-" * 64]
+        out = [f"{cfg.name}: {len(cfg.battery)} commands x {cfg.starts} noisy starts x {cfg.horizon_s:g} s, "
+               f"seed {cfg.seed}; smoothness at {cfg.smoothness_command} ({cfg.starts} starts)"]
+        if cfg.randomization.enabled:
+            out.append("randomization: " + describe_randomization(cfg.randomization))
+        out += [f"{'line':<34} {'measured':>9} {'threshold':>11}  result", "-" * 64]
         for line in self.lines:
             value = f"{line.value:.0f}" if line.name.startswith("falls") else f"{line.value:.3f}"
             limit = f"{line.threshold:.0f}" if line.name.startswith("falls") else f"{line.threshold:.3f}"
             out.append(f"{line.name:<34} {value:>9} {line.op + ' ' + limit:>11}  {'PASS' if line.passed else 'FAIL'}")
         out.append("-" * 64)
-        out.append(f"{'gate':<34} {'':>9} {'':>11}  {'PASS' if self.passed else 'FAIL'}")
+        out.append(f"{cfg.name:<34} {'':>9} {'':>11}  {'PASS' if self.passed else 'FAIL'}")
         out.append("per command: " + "; ".join(f"{name}: {int(v['falls'])} falls, perf {v['tracking_perf']:.3f}"
                                               for name, v in self.per_command.items()))
         if self.smoothness_falls:
@@ -234,6 +248,43 @@ def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = No
     return judge_gate(evaluator.rollout(policy), probe.evaluation_rule, probe.leg_joint_ids, cfg)
 
 
+#: The robustness gate's randomization: kicks of up to 0.5 m/s per planar axis every 2-4 s, foot
+#: friction 0.4-1.2, every link's mass +-10 %, the policy observation noise of Isaac Lab's and mjlab's
+#: velocity tasks, and the physics one policy step behind the policy in every env.
+ROBUST_GATE_RANDOMIZATION = RandomizationCfg(
+    friction=(0.4, 1.2),
+    link_mass_scale=(0.9, 1.1),
+    push_interval_s=(2.0, 4.0),
+    push_velocity=(-0.5, 0.5),
+    obs_noise={"ang_vel": 0.2, "gravity": 0.05, "joint_pos": 0.01, "joint_vel": 1.5},
+    action_delay_steps=(1, 1),
+)
+
+
+def robust_gate_config(**overrides) -> GateConfig:
+    """The robustness gate: the walking gate's battery, lines and thresholds under
+    :data:`ROBUST_GATE_RANDOMIZATION` (``randomization`` in ``overrides`` replaces it)."""
+    overrides.setdefault("randomization", ROBUST_GATE_RANDOMIZATION)
+    overrides.setdefault("name", "robust gate")
+    return GateConfig(**overrides)
+
+
+def describe_randomization(cfg: RandomizationCfg) -> str:
+    """One line of what ``cfg`` draws: each set range, the noisy terms, the delay."""
+    parts = []
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name == "obs_noise":
+            if cfg.noisy:
+                parts.append("noise " + ", ".join(f"{k} {v:g}" for k, v in value.items() if v > 0))
+        elif f.name == "action_delay_steps":
+            if cfg.delayed:
+                parts.append(f"delay {value[0]}..{value[1]} steps")
+        elif value is not None:
+            parts.append(f"{f.name} {value[0]:g}..{value[1]:g}")
+    return "; ".join(parts)
+
+
 #: The physics every checkpoint is judged on, whatever it was trained with: the task's reference
 #: (sim_dt 5 ms x 4, the model file's solver budget). A policy trained on cheaper physics (say 4 ms x
 #: 5, or fewer solver iterations) would otherwise be judged on that physics, and a changed step size
@@ -254,7 +305,7 @@ def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: 
     cfg = cfg or GateConfig()
     reference = {name: getattr(G1WalkConfig, name) for name in REFERENCE_PHYSICS}
     return checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=physics_threads,
-                                  **{**reference, **(physics or {})})
+                                  randomization=cfg.randomization, **{**reference, **(physics or {})})
 
 
 def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,

@@ -9,15 +9,28 @@ supplies only the simulator seam:
   :class:`~isaac_adapter.backends.base.PhysicsState` (quaternions ``(x, y, z, w)`` -> ``(w, x, y, z)``,
   positions relative to each env's origin, joints in the MuJoCo model's actuator order);
 * ``_write_reset_rows``: a spawn pose into the rows of ``env_ids`` only;
-* ``_apply_action``: the task's joint-position targets to the implicit PD drives.
+* ``_apply_action``: the task's joint-position targets to the implicit PD drives;
+* ``_write_physics_params`` / ``_push_root_velocity``: the task's domain randomization
+  (``task.randomization``) through the articulation's setters: link masses, the base's centre of
+  mass, joint armature and friction, drive stiffness and damping, root velocity. Foot-ground
+  friction is a material of Isaac Lab's shapes, not a per-reset articulation property: a config
+  that randomizes it is refused at construction, in one line.
 
 The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
 (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
 layout is the task's, so a policy moves between MuJoCo CPU, MuJoCo Warp and Isaac Lab.
 
-Episode ends: the task's ``_get_dones`` gives ``(terminated, time_out)``; Isaac Lab resets only the
-ended ids, after computing their final observation (``cfg.compute_final_obs``). The terminal snapshot
-is recorded in ``_reset_idx`` when it is called from inside ``step``.
+Episode ends: the task's ``_get_dones`` gives ``(terminated, time_out)``; only the ended envs are
+reset, after their final observation is computed. The terminal snapshot is recorded in ``_reset_idx``
+when it is called from inside ``step``. Two ways to reset, picked by ``cfg.reset_by_mask``:
+
+* by mask (the default): ``_reset_envs_from_buffer`` computes every env's observation before the
+  reset into ``extras["final_obs"]`` and resets the rows of ``reset_buf`` through Isaac Lab's mask
+  writes, so a step needs no ``nonzero`` and no host synchronisation; the env then reports
+  :attr:`G1WalkDirectEnv.final_obs_every_step` and the adapter passes the final observations on in
+  the dense form (``final_obs_all``), without a ``nonzero`` of its own either;
+* by ids: Isaac Lab's own path (``reset_buf.nonzero()``, ``cfg.compute_final_obs``), one host
+  synchronisation per step.
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 require_isaaclab()
 
 import isaaclab.sim as sim_utils  # noqa: E402
+import warp as wp  # noqa: E402
 from isaaclab.assets import ArticulationCfg, AssetBaseCfg  # noqa: E402
 from isaaclab.envs import DirectRLEnv, DirectRLEnvCfg  # noqa: E402
 from isaaclab.scene import InteractiveSceneCfg  # noqa: E402
@@ -82,12 +96,16 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
         ),
     )
     scene: G1WalkSceneCfg = G1WalkSceneCfg(num_envs=4096, env_spacing=2.5, replicate_physics=True)
-    compute_final_obs: bool = True
+    # the env writes extras["final_obs"] itself when it resets by mask (Isaac Lab's flag asks for ids)
+    reset_by_mask: bool = True
+    compute_final_obs: bool = False
 
     @classmethod
-    def from_task(cls, task: G1WalkConfig, device: str | None = None) -> "G1WalkDirectEnvCfg":
-        """An env cfg with ``task``'s envs, device, time step, decimation, episode length and robot."""
+    def from_task(cls, task: G1WalkConfig, device: str | None = None, reset_by_mask: bool = True) -> "G1WalkDirectEnvCfg":
+        """An env cfg with ``task``'s envs, device, time step, decimation, episode length and robot;
+        ``reset_by_mask``: see the module docstring."""
         cfg = cls()
+        cfg.reset_by_mask = reset_by_mask
         cfg.scene.num_envs = task.num_envs
         cfg.scene.robot = g1_articulation_cfg(drives="task", model_variant=task.model_variant)
         cfg.sim.device = device or task.device
@@ -96,6 +114,7 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
         cfg.decimation = task.decimation
         cfg.episode_length_s = task.episode_length_s
         cfg.seed = task.seed
+        cfg.compute_final_obs = not cfg.reset_by_mask
         policy_dim = 9 + 3 * cfg.action_space + (2 if task.gait_period_s is not None else 0)
         cfg.observation_space = policy_dim
         return cfg
@@ -114,6 +133,9 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
         task.validate()
+        if task.randomization.friction is not None:
+            raise ValueError("randomization.friction: Isaac Lab sets friction on its shapes' materials, not per reset; "
+                             "set it to None on Isaac Lab (the MuJoCo backends randomize it)")
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False
@@ -126,8 +148,23 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._joint_ids = self.robot.find_joints(list(g1.joint_names), preserve_order=True)[0]
         self._foot_ids = self.robot.find_bodies(list(assets.FEET), preserve_order=True)[0]
         self._contact_ids = self.feet_contact.find_bodies(list(assets.FEET), preserve_order=True)[0]
-        limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_ids]  # [J, 2]
+        # the same ids as device tensors for indexing torch data: a Python list index is uploaded to the
+        # GPU on every use, a host sync each (Isaac Lab's own *_index methods take the lists)
+        self._joint_index, self._foot_index, self._contact_index = (
+            torch.as_tensor(ids, dtype=torch.long, device=self.device)
+            for ids in (self._joint_ids, self._foot_ids, self._contact_ids))
+        limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_index]  # [J, 2]
         self._target_low, self._target_high = limits[:, 0], limits[:, 1]
+        self._link_ids = self.robot.find_bodies([g1.model.body(b).name for b in range(1, g1.model.nbody)],
+                                                preserve_order=True)[0]
+        self._base_id = self.robot.find_bodies([assets.backend_names()["root_body"]], preserve_order=True)[0]
+        self.num_links = len(self._link_ids)
+        d = self.robot.data  # the nominal values the randomization scales
+        self._nominal = {
+            "mass": as_torch(d.body_mass).clone(), "com": as_torch(d.body_com_pose_b).clone(),
+            "armature": as_torch(d.joint_armature).clone(), "friction": as_torch(d.joint_friction_coeff).clone(),
+            "stiffness": as_torch(d.joint_stiffness).clone(), "damping": as_torch(d.joint_damping).clone(),
+        }
         self._init_task(task, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names, len(assets.FEET))
 
     # -- the simulator seam --------------------------------------------------------------------
@@ -135,7 +172,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     def _read_robot_state(self) -> PhysicsState:
         # fresh tensors (the seam's contract): Isaac Lab's data arrays are live views that resets
         # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
-        d, ids, feet = self.robot.data, self._joint_ids, self._foot_ids
+        d, ids, feet = self.robot.data, self._joint_index, self._foot_index
         mass = as_torch(d.body_mass).to(self.device)  # [N, B]
         com = (as_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         origins = self.scene.env_origins
@@ -147,11 +184,17 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             joint_pos=as_torch(d.joint_pos)[:, ids],
             joint_vel=as_torch(d.joint_vel)[:, ids],
             applied_torque=as_torch(self.robot.actuators.applied_effort)[:, ids],
-            foot_contact=feet_in_contact(self.feet_contact, self._contact_ids),
+            foot_contact=feet_in_contact(self.feet_contact, self._contact_index),
             foot_pos_w=as_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
             foot_lin_vel_w=as_torch(d.body_link_lin_vel_w)[:, feet],
             com_pos_w=com - origins,
         )
+
+    @property
+    def final_obs_every_step(self) -> bool:
+        """True when every step's ``extras["final_obs"]`` is a fresh ``{group: [N, ...]}`` of every env's
+        observation before the step's resets (the reset by mask), so a reader needs no ids."""
+        return self.cfg.reset_by_mask
 
     def _write_reset_rows(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         pose = torch.cat([qpos[:, :3] + self.scene.env_origins[env_ids], qpos[:, [4, 5, 6, 3]]], dim=-1)
@@ -160,6 +203,49 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         joints = self._joint_ids
         self.robot.write_joint_position_to_sim_index(position=qpos[:, 7:].contiguous(), joint_ids=joints, env_ids=env_ids)
         self.robot.write_joint_velocity_to_sim_index(velocity=qvel[:, 6:].contiguous(), joint_ids=joints, env_ids=env_ids)
+
+    def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        # Isaac Lab's mask writes take every row and keep the simulator's where the mask is off
+        env_mask = wp.from_torch(mask.contiguous(), dtype=wp.bool)
+        pose = torch.cat([qpos[:, :3] + self.scene.env_origins, qpos[:, [4, 5, 6, 3]]], dim=-1)
+        self.robot.write_root_pose_to_sim_mask(root_pose=pose, env_mask=env_mask)
+        self.robot.write_root_velocity_to_sim_mask(root_velocity=qvel[:, :6].contiguous(), env_mask=env_mask)
+        joint_pos = as_torch(self.robot.data.joint_pos).clone()
+        joint_vel = as_torch(self.robot.data.joint_vel).clone()
+        joint_pos[:, self._joint_index] = qpos[:, 7:]
+        joint_vel[:, self._joint_index] = qvel[:, 6:]
+        self.robot.write_joint_position_to_sim_mask(position=joint_pos, env_mask=env_mask)
+        self.robot.write_joint_velocity_to_sim_mask(velocity=joint_vel, env_mask=env_mask)
+
+    def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        ids = torch.nonzero(mask).flatten()
+        if ids.numel() == 0:
+            return
+        nominal, robot, joints = self._nominal, self.robot, self._joint_ids
+        if "link_mass_scale" in params:
+            masses = nominal["mass"][ids][:, self._link_ids] * params["link_mass_scale"][ids]
+            robot.set_masses_index(masses=masses, body_ids=self._link_ids, env_ids=ids)
+        if "base_com_offset" in params:
+            com = nominal["com"][ids][:, self._base_id].clone()
+            com[..., :3] += params["base_com_offset"][ids].unsqueeze(1)
+            robot.set_coms_index(coms=com, body_ids=self._base_id, env_ids=ids)
+        for name, key, write in (("armature_scale", "armature", robot.write_joint_armature_to_sim_index),
+                                 ("kp_scale", "stiffness", robot.write_joint_stiffness_to_sim_index),
+                                 ("kd_scale", "damping", robot.write_joint_damping_to_sim_index)):
+            if name in params:
+                write(**{key: nominal[key][ids][:, joints] * params[name][ids]}, joint_ids=joints, env_ids=ids)
+        if "joint_friction_scale" in params:
+            robot.write_joint_friction_coefficient_to_sim_index(
+                joint_friction_coeff=nominal["friction"][ids][:, joints] * params["joint_friction_scale"][ids],
+                joint_ids=joints, env_ids=ids)
+
+    def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        ids = torch.nonzero(mask).flatten()
+        if ids.numel() == 0:
+            return
+        d = self.robot.data
+        velocity = torch.cat([as_torch(d.root_link_lin_vel_w)[ids] + delta[ids], as_torch(d.root_link_ang_vel_w)[ids]], -1)
+        self.robot.write_root_velocity_to_sim_index(root_velocity=velocity.contiguous(), env_ids=ids)
 
     def _pre_physics_step(self, actions: torch.Tensor) -> None:
         self._stepping = True  # resets until the end of this step end episodes (see _reset_idx)
@@ -177,13 +263,28 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self.extras["log"] = self._step_log(time_out)
         return terminated, time_out
 
+    def _reset_envs_from_buffer(self) -> torch.Tensor | None:
+        if not self.cfg.reset_by_mask:
+            return DirectRLEnv._reset_envs_from_buffer(self)
+        # every env's observation before the reset: the ended rows are the final observations
+        self.extras["final_obs"] = self._compute_observations()
+        self._reset_idx(self.reset_buf)
+        return None  # Isaac Lab's signal that the reset was done without ids
+
     def _reset_idx(self, env_ids: Any) -> None:
-        env_ids = torch.as_tensor(env_ids, device=self.device).long().reshape(-1)
+        ended = torch.as_tensor(env_ids, device=self.device)
+        ended = ended if ended.dtype == torch.bool else ended.long().reshape(-1)
         if self._stepping:  # an episode end: snapshot it before the reset overwrites it
-            self._record_episode_end(env_ids)
+            self._record_episode_end(ended)
             self.extras["log"].update(self._last_episode_log())
-        DirectRLEnv._reset_idx(self, env_ids)
-        G1WalkTask._reset_idx(self, env_ids)
+        if ended.dtype == torch.bool:
+            # what DirectRLEnv._reset_idx does with ids, by mask (this env has no events or noise models)
+            env_mask = wp.from_torch(ended.contiguous(), dtype=wp.bool)
+            self.robot.reset(env_mask=env_mask)
+            self.feet_contact.reset(env_mask=env_mask)
+        else:
+            DirectRLEnv._reset_idx(self, ended)
+        G1WalkTask._reset_idx(self, ended)  # clears episode_length_buf of the ended rows too
 
     def step(self, action: torch.Tensor) -> Any:
         try:
@@ -192,9 +293,10 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             self._stepping = False
 
 
-def make_g1_direct_env(task: G1WalkConfig, device: str | None = None, clip_actions: float | None = None) -> Any:
+def make_g1_direct_env(task: G1WalkConfig, device: str | None = None, clip_actions: float | None = None,
+                       reset_by_mask: bool = True) -> Any:
     """Build :class:`G1WalkDirectEnv` for ``task`` and adapt it for ``Runner`` (``IsaacLabVecEnv``)."""
     from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv
 
-    env = G1WalkDirectEnv(G1WalkDirectEnvCfg.from_task(task, device), task)
+    env = G1WalkDirectEnv(G1WalkDirectEnvCfg.from_task(task, device, reset_by_mask), task)
     return IsaacLabVecEnv(env, clip_actions=clip_actions)

@@ -54,12 +54,14 @@ def as_torch(x: Any) -> Any:
 
 def root_quat_wxyz(data: Any) -> Any:
     """``[N, 4]`` root orientation ``(w, x, y, z)`` (the project's convention) from Isaac Lab 3's ``(x, y, z, w)``."""
-    return as_torch(data.root_link_quat_w)[:, [3, 0, 1, 2]]
+    # a roll, not an index list: a list index is uploaded to the GPU on every call, a host sync
+    return as_torch(data.root_link_quat_w).roll(1, dims=-1)
 
 
 def feet_in_contact(sensor: Any, feet: Any) -> Any:
     """``[N, F]`` bool: the contact sensor's bodies ``feet`` push on something with more than
-    :data:`FOOT_CONTACT_FORCE_N`."""
+    :data:`FOOT_CONTACT_FORCE_N`. ``feet``: a long tensor on the sensor's device (a Python list
+    would be uploaded, a host sync, on every call) or a list."""
     return as_torch(sensor.data.net_forces_w)[:, feet].norm(dim=-1) > FOOT_CONTACT_FORCE_N
 
 

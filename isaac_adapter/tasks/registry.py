@@ -20,6 +20,9 @@ id                                 what                                         
 ``G1-Walk-Clock-Fast-v2``          v1 with the roll/pitch rate penalty ramped to       mujoco, warp, isaaclab
                                    twice its weight: the fastest to the gate
                                    (``config.clock_fast_v2_config``)
+``G1-Walk-Robust-v0``              v2 with domain randomization at a G1 owner's        mujoco, warp
+                                   ranges: friction, masses, gains, pushes, noise,
+                                   delay (``config.robust_config``)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
                                    from the start (``config.smooth_gait_config``; in
                                    the runs measured, learnt to stand, not to walk)
@@ -100,6 +103,9 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("G1-Walk-Clock-Fast-v2", "G1-Walk-Clock-Fast-v1 with the roll/pitch rate penalty ramped to twice "
                  "its weight (the fastest to the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_fast_v2",
                  FAST_AGENT),
+        TaskSpec("G1-Walk-Robust-v0", "G1-Walk-Clock-Fast-v2 with domain randomization: foot friction, link masses, "
+                 "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp"), True,
+                 "robust", FAST_AGENT),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),

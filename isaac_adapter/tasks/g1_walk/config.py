@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg, as_randomization, robust_randomization
+
 WARP_BOX_BOX = ("primitive", "convex")  # G1WalkConfig.warp_box_box's values
 _EPS = 1e-9  # relative tolerance for "a whole number of policy steps" (0.4 / 0.02 = 20.000000000000004)
 
@@ -195,9 +197,15 @@ class G1WalkConfig:
     gait_stance_fraction: float = 0.55
     swing_height_m: float = 0.08  # m, foot body (ankle roll link) height in swing; ~0.03 standing
 
+    # Domain randomization (friction, masses, joint and PD parameters, pushes, observation noise,
+    # action delay), off by default; see randomization.RandomizationCfg. From the command line:
+    # env.randomization.friction=[0.3,1.2], env.randomization.obs_noise='{ang_vel: 0.2}'.
+    randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
+
     def __post_init__(self) -> None:
         # dicts from a YAML override or a stored config
         self.reward_ramps = tuple(_as_ramp(r) for r in self.reward_ramps)
+        self.randomization = as_randomization(self.randomization)
         self.validate()
 
     @property
@@ -276,6 +284,8 @@ class G1WalkConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
                 raise ValueError(f"{name} must be None (the model file's) or a positive integer, got {value}")
+        if self.randomization.obs_noise.get("clock", 0.0) > 0 and self.gait_period_s is None:
+            raise ValueError("randomization.obs_noise.clock: this task has no gait clock (gait_period_s is None)")
         terms = [r.term for r in self.reward_ramps]
         for ramp in self.reward_ramps:
             if ramp.term not in RewardWeights.__dataclass_fields__:
@@ -451,10 +461,18 @@ def clock_fast_v2_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     return clock_fast_v1_config(period_s, **overrides)
 
 
+def robust_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
+    """:func:`clock_fast_v2_config` with the domain randomization a G1 owner would train a policy for
+    the real robot with (:func:`~.randomization.robust_randomization`). ``randomization`` in
+    ``overrides`` replaces it."""
+    overrides.setdefault("randomization", robust_randomization())
+    return clock_fast_v2_config(period_s, **overrides)
+
+
 #: The named task variants (registry.TaskSpec.preset), each a function of ``**overrides``.
 PRESETS = {"default": G1WalkConfig, "gait_clock": gait_clock_config, "smooth_gait": smooth_gait_config,
            "clock_ramp": clock_ramp_config, "clock_fast": clock_fast_config, "clock_fast_v1": clock_fast_v1_config,
-           "clock_fast_v2": clock_fast_v2_config}
+           "clock_fast_v2": clock_fast_v2_config, "robust": robust_config}
 
 
 def walk_config(gait_clock: bool = False, preset: str | None = None, **overrides) -> G1WalkConfig:
@@ -487,6 +505,8 @@ def stored_config(params: dict, preset: str | None = None, **overrides) -> G1Wal
     for name in ("lin_vel_x_range", "lin_vel_y_range", "ang_vel_z_range", "resampling_time_range"):
         if isinstance(recorded.get(name), list):  # a config read back from YAML or JSON
             recorded[name] = tuple(recorded[name])
+    if isinstance(recorded.get("randomization"), dict):  # __post_init__ reads it; ranges back to tuples
+        recorded["randomization"] = as_randomization(recorded["randomization"])
     if isinstance(recorded.get("rewards"), dict):
         weights = {k: v for k, v in recorded["rewards"].items() if k in RewardWeights.__dataclass_fields__}
         recorded["rewards"] = RewardWeights(**weights)  # weights added since keep their defaults (0)

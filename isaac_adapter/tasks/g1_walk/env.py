@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ppo_bootstrap.env import ObsGroups, StepResult, check_actions
-from ppo_bootstrap.episode import done_mask
+from ppo_bootstrap.episode import done_mask, end_blow_ups
 
 from isaac_adapter.backends.base import PhysicsBackend, PhysicsState
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
@@ -71,7 +71,7 @@ def make_warp_backend(cfg: G1WalkConfig, **kwargs: Any) -> Backend:
     g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
                                file_sensors=cfg.model_file_sensors)
     kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax,
-              "convex_box_box": cfg.warp_box_box == "convex", **kwargs}
+              "convex_box_box": cfg.warp_box_box == "convex", "randomized": cfg.randomization.physics, **kwargs}
     backend = MujocoWarpBackend(g1.model, cfg.num_envs, cfg.decimation, device=cfg.device, **names, **kwargs)
     return backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names
 
@@ -111,6 +111,7 @@ class G1WalkEnv(G1WalkTask):
         if len(joint_names) != backend.num_joints:
             raise ValueError(f"{len(joint_names)} joint names for a backend of {backend.num_joints} joints")
         self.backend = backend
+        self.num_links = getattr(backend, "num_links", 0)  # bodies whose mass a randomization scales
         self.device = torch.device(cfg.device)
         self.num_envs = cfg.num_envs
         self.num_actions = backend.num_joints
@@ -135,7 +136,18 @@ class G1WalkEnv(G1WalkTask):
         if seed is not None:
             self.generator.manual_seed(seed)
         self._reset_idx(torch.arange(self.num_envs, device=self.device))
-        return self._get_observations()
+        return self._keep_observations(self._get_observations())
+
+    def _keep_observations(self, obs: ObsGroups) -> ObsGroups:
+        """Remember ``obs``, what the policy acts on next (the ``s_t`` a blow-up is valued from), in
+        place: a recorded step graph keeps reading the same buffers. Returns ``obs``."""
+        kept = getattr(self, "acted_on_obs", None)
+        if kept is None or {k: v.shape for k, v in kept.items()} != {k: v.shape for k, v in obs.items()}:
+            self.acted_on_obs = {k: v.clone() for k, v in obs.items()}
+        else:
+            for k, v in obs.items():
+                kept[k].copy_(v)
+        return obs
 
     def step(self, actions: torch.Tensor) -> StepResult:
         """Apply ``actions`` ``[N, J]`` (joint offsets in units of ``action_scale``) for one policy step.
@@ -158,7 +170,8 @@ class G1WalkEnv(G1WalkTask):
         self._pre_physics_step(actions)
         self._apply_action()
         self.episode_length_buf += 1
-        # fresh tensors every step: the StepResult keeps them
+        # fresh tensors every step: the StepResult keeps them; a blow-up (non-finite state) comes as
+        # truncated, cause non_finite
         self.reset_terminated, self.reset_time_outs = self._get_dones()
         terminated, truncated = self.reset_terminated, self.reset_time_outs
         reward = self._get_rewards()
@@ -179,7 +192,11 @@ class G1WalkEnv(G1WalkTask):
             "termination_cause": self.termination_cause.clone(),
             "time_outs": truncated,
         }
-        return StepResult(obs, reward, terminated, truncated, None, None, info, final_obs_all=final_obs_all)
+        result = StepResult(obs, reward, terminated, truncated, None, None, info, final_obs_all=final_obs_all)
+        # blow-ups: valued from the observation acted on, reward zeroed (the rule of ppo_bootstrap.episode)
+        result = end_blow_ups(result, self.acted_on_obs, self.non_finite)
+        self._keep_observations(obs)
+        return result
 
     # -- the simulator seam --------------------------------------------------------------------
 
@@ -210,6 +227,14 @@ class G1WalkEnv(G1WalkTask):
         physics = self.backend.device
         masked(mask.to(physics), qpos.to(physics), qvel.to(physics))
 
+    def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        physics = self.backend.device
+        self.backend.set_physics_params(mask.to(physics), {k: v.to(physics) for k, v in params.items()})
+
+    def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        physics = self.backend.device
+        self.backend.add_root_velocity(mask.to(physics), delta.to(physics))
+
     # -- checkpointing ---------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
@@ -232,3 +257,9 @@ class G1WalkEnv(G1WalkTask):
         self.check_state_dict(state)
         self.backend.load_state_dict(state["backend"])
         self._load_task_state_dict(state)
+        self.current_observations()
+
+    def current_observations(self) -> ObsGroups:
+        """Observations of the current state (after ``reset``, ``load_state_dict`` or ``set_commands``),
+        remembered as what the policy acts on next."""
+        return self._keep_observations(super().current_observations())

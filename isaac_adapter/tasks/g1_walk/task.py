@@ -8,6 +8,10 @@ terminal snapshots and the episode logs. A concrete env mixes it in and supplies
 * ``_write_reset_rows(env_ids, qpos, qvel)``: a spawn pose ``[K, 7 + J]`` and velocity ``[K, 6 + J]``
   into the rows ``env_ids`` ``[K]``, every other row untouched;
 * ``_apply_action()``: send :attr:`~G1WalkTask.joint_pos_target` ``[N, J]`` to the actuators;
+* with domain randomization (``cfg.randomization``, :mod:`.randomization`) also
+  ``_write_physics_params(mask, params)`` (per-env model parameters ``{name: [N, ...]}`` into the
+  envs of ``mask`` ``[N]``, from their next reset on), ``_push_root_velocity(mask, delta)`` (add
+  ``delta`` ``[N, 3]`` m/s to the root's world-frame linear velocity there) and ``num_links``;
 * attributes ``num_envs``, ``device``, ``reset_terminated`` and ``reset_time_outs`` (a ``DirectRLEnv``
   has all four),
 
@@ -56,8 +60,9 @@ from ppo_bootstrap.symmetry import Symmetry
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.math import put_rows, rows_of
 from isaac_adapter.tasks.g1_walk import terms
-from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, CAUSE_NON_FINITE, CAUSE_TIMEOUT, ENV_CAUSES, NEVER
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+from isaac_adapter.tasks.g1_walk.randomization import draw_physics, policy_noise_width
 
 # joints pulled towards the nominal pose (they should not wander while the legs walk)
 _DEVIATION_JOINTS = ("hip_yaw", "hip_roll", "waist", "shoulder", "elbow", "wrist")
@@ -70,6 +75,7 @@ _BUFFERS = (
     "touchdown_count", "double_support_time", "single_support_time", "first_raw_step",
     "first_active_step", "termination_cause", "last_cause", "last_episode_length",
     "last_first_raw_step", "last_first_active_step", "episodes_finished", "command_steps_left",
+    "action_delay", "push_steps_left", "last_push",
 )  # fmt: skip
 
 
@@ -106,6 +112,15 @@ class G1WalkTask:
         """Write ``qpos`` ``[K, 7 + J]`` (root position, quaternion ``w, x, y, z``, joints) and ``qvel``
         ``[K, 6 + J]`` into rows ``env_ids`` ``[K]`` of the simulation."""
         raise NotImplementedError
+
+    def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
+        """Give the envs where ``mask`` ``[N]`` the randomized model parameters ``params``
+        (``{name: [N, ...]}``, :func:`~.randomization.draw_physics`); the other envs keep theirs."""
+        raise NotImplementedError(f"{type(self).__name__} cannot randomize the physics ({', '.join(params)})")
+
+    def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
+        """Add ``delta`` ``[N, 3]`` (m/s, world frame) to the root linear velocity of the envs where ``mask`` ``[N]``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot push the robots")
 
     # -- construction --------------------------------------------------------------------------
 
@@ -170,6 +185,7 @@ class G1WalkTask:
         self.reward_step_on_device = False
         # cause of this step's episode end (0 = still running), [N]
         self.termination_cause = torch.zeros(n, **long)
+        self.non_finite = torch.zeros(n, device=dev, dtype=torch.bool)  # this step's blow-ups, set by _get_dones
         # records of each env's last finished episode: they survive the reset
         self.last_cause = torch.zeros(n, **long)
         self.last_episode_length = torch.zeros(n, **long)
@@ -181,6 +197,18 @@ class G1WalkTask:
         # the same layout: one matrix [N, 4 + terms], a dict of column views
         self._episode_stats = torch.zeros(n, len(stat_names), device=dev)
         self.last_episode_stats = {name: self._episode_stats[:, i] for i, name in enumerate(stat_names)}
+        # domain randomization (cfg.randomization): the envs' drawn model parameters {name: [N, ...]},
+        # action delays in policy steps, policy steps to the next push and the last push's kick
+        rand = cfg.randomization
+        self.action_delay = torch.zeros(n, **long)
+        self.push_steps_left = torch.zeros(n, **long)
+        self.last_push = torch.zeros(n, 3, device=dev)
+        self.applied_action = self.actions  # what the physics is driven by (a delayed action with a delay)
+        self._noise_width_key: tuple | None = None
+        self.physics_params: dict[str, torch.Tensor] = {}
+        if rand.physics:  # every env starts on a draw of its own (a reset draws again)
+            self.physics_params = draw_physics(rand, n, self.num_links, j, self.generator, dev)
+            self._write_physics_params(torch.ones(n, dtype=torch.bool, device=dev), self.physics_params)
         self.terminal_state = self._read_robot_state()  # overwritten row by row when envs end
         self.terminal_task = {
             "command": self.command.clone(),
@@ -216,7 +244,10 @@ class G1WalkTask:
         :attr:`joint_pos_target` ``[N, J]``: offsets of ``action_scale`` rad per unit around the nominal pose."""
         cfg = self.task_cfg
         self.actions = actions.to(torch.float32).clamp(-cfg.action_clip, cfg.action_clip)
-        self.joint_pos_target = self.nominal_joint_pos + cfg.action_scale * self.actions
+        self.applied_action = self.actions
+        if cfg.randomization.delayed:  # a delay of one step drives the joints by the previous action
+            self.applied_action = torch.where(self.action_delay.unsqueeze(-1) > 0, self.last_action, self.actions)
+        self.joint_pos_target = self.nominal_joint_pos + cfg.action_scale * self.applied_action
 
     def _get_dones(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(terminated, time_out)``, ``[N]`` bool each: the training fall rules after their grace
@@ -235,8 +266,14 @@ class G1WalkTask:
         self.first_raw_step = terms.record_first(self.first_raw_step, raw, step)
         self.first_active_step = terms.record_first(self.first_active_step, active, step)
         time_out = terms.time_out(step, cfg.max_episode_length)
-        self.termination_cause = terms.exclusive_cause(active, time_out)
-        return active.any(-1), time_out
+        # a non-finite physics state is no fall (its signals compare false) and ends as a blow-up:
+        # truncated, so that every host of the task resets it (see causes.CAUSE_NON_FINITE)
+        s = self.state
+        self.non_finite = ~torch.isfinite(torch.cat((s.root_pos_w, s.root_quat_w, s.root_lin_vel_w, s.root_ang_vel_w,
+                                                     s.joint_pos, s.joint_vel), dim=-1)).all(-1)
+        cause = terms.exclusive_cause(active, time_out)
+        self.termination_cause = torch.where(self.non_finite, torch.full_like(cause, CAUSE_NON_FINITE), cause)
+        return active.any(-1) & ~self.non_finite, time_out | self.non_finite
 
     def _get_rewards(self) -> torch.Tensor:
         """The step's reward ``[N]``: each of :meth:`_reward_terms` times its weight in
@@ -249,13 +286,17 @@ class G1WalkTask:
         # that order, so column i of the sums is term i (a term out of place is a KeyError here)
         names = self._reward_names[:len(parts)]
         scaled = torch.stack([parts[name] for name in names], dim=-1) * (self._reward_weights()[:len(names)] * dt)
+        # a blown-up env's terms are NaN: zeroed, so that the episode sums (the logs) stay finite
+        scaled = torch.where(self.non_finite.unsqueeze(-1), torch.zeros_like(scaled), scaled)
         self._reward_sums[:, :len(names)] += scaled
         reward = scaled.sum(-1)
         # the action-rate and joint-acceleration terms were the last readers of the previous step
         self.last_action = self.actions
         self.prev_joint_vel = self.state.joint_vel
         # the last hook before the observations: the place of Isaac Lab's command manager update
+        # and interval events
         self._resample_due_commands()
+        self._push_due_envs()
         return reward
 
     def _reward_weights(self) -> torch.Tensor:
@@ -285,8 +326,44 @@ class G1WalkTask:
         return self._weights_now
 
     def _get_observations(self) -> ObsGroups:
-        """Observation groups of every env now (see :meth:`observations_from`)."""
-        return self.observations_from(self.state, self.command, self.last_action, self.air_time)
+        """Observation groups of every env now (see :meth:`observations_from`); with
+        ``randomization.obs_noise`` the policy's carries uniform noise, the critic's none."""
+        obs = self.observations_from(self.state, self.command, self.last_action, self.air_time)
+        if not self.task_cfg.randomization.noisy:
+            return obs
+        width = self._policy_noise_width()
+        u = torch.rand(obs[POLICY].shape, device=self.device, generator=self.generator)
+        return {**obs, POLICY: obs[POLICY] + (2 * u - 1) * width}
+
+    def _policy_noise_width(self) -> torch.Tensor:
+        """``[D]`` the half-width of the noise on each policy column, uploaded when the config's changes."""
+        cfg = self.task_cfg
+        key = (tuple(sorted(cfg.randomization.obs_noise.items())), cfg.obs_ang_vel_scale, cfg.obs_joint_vel_scale,
+               cfg.gait_period_s is not None)
+        if key != self._noise_width_key:
+            widths = terms.policy_term_widths(self.num_joints, cfg.gait_period_s is not None)
+            scales = {"ang_vel": cfg.obs_ang_vel_scale, "joint_vel": cfg.obs_joint_vel_scale}  # as observations_from scales
+            self._noise_width = upload_without_sync(policy_noise_width(cfg.randomization, widths, scales), self.device)
+            self._noise_width_key = key
+        return self._noise_width
+
+    def _push_due_envs(self) -> None:
+        """With ``randomization.push_interval_s``: kick every env whose push is due this step (envs
+        that ended get a new interval from the reset): ``push_velocity`` drawn per axis added to the
+        root's world-frame x and y velocity, the next push drawn in ``push_interval_s``; the robot is
+        read again. Draws for every env, selects with masks: no host synchronisation."""
+        rand, n = self.task_cfg.randomization, self.num_envs
+        if not rand.pushes:
+            return
+        self.push_steps_left -= 1
+        due = (self.push_steps_left <= 0) & ~(self.reset_terminated | self.reset_time_outs)
+        lo, hi = rand.push_velocity
+        planar = lo + (hi - lo) * torch.rand(n, 2, device=self.device, generator=self.generator)
+        kick = torch.cat([planar, torch.zeros(n, 1, device=self.device)], dim=-1) * due.unsqueeze(-1)
+        self.last_push = kick
+        self._push_root_velocity(due, kick)
+        put_rows(self.push_steps_left, due, self._sample_hold_steps(n, rand.push_interval_s))
+        self.state = self._read_robot_state()
 
     def _reset_idx(self, ended: torch.Tensor) -> None:
         """Reset only the envs ``ended``: a bool mask ``[N]``, or env ids ``[K]`` (Isaac Lab's call).
@@ -305,6 +382,12 @@ class G1WalkTask:
         qpos = self.nominal_qpos.expand(n, -1).clone()
         qpos[:, 7:] += noise
         qvel = torch.zeros(n, 6 + self.num_joints, device=self.device)
+        rand = cfg.randomization
+        if rand.physics:  # before the spawn rows: the simulator's forward pass of the reset reads them
+            drawn = draw_physics(rand, n, self.num_links, self.num_joints, self.generator, self.device)
+            for name, value in drawn.items():
+                put_rows(self.physics_params[name], done, value)
+            self._write_physics_params(done, self.physics_params)
         if ended.dtype == torch.bool:
             self._write_reset_rows_masked(done, qpos, qvel)
         else:  # ids at hand: the simulator's id-based write, no nonzero needed
@@ -317,6 +400,12 @@ class G1WalkTask:
         put_rows(self.command, done, sampled if self.held_command is None else self.held_command)
         if cfg.resampling_time_range is not None:
             put_rows(self.command_steps_left, done, self._sample_command_steps(n))
+        if rand.delayed:
+            low, high = rand.action_delay_steps
+            delay = torch.randint(low, high + 1, (n,), device=self.device, generator=self.generator)
+            put_rows(self.action_delay, done, delay)
+        if rand.pushes:
+            put_rows(self.push_steps_left, done, self._sample_hold_steps(n, rand.push_interval_s))
         # masked_fill_ with a Python number: no upload, no host synchronisation on a GPU
         for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
                        self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
@@ -483,9 +572,19 @@ class G1WalkTask:
         """
         cause = self.termination_cause
         log = {f"Episode_Termination/{CAUSE_NAMES[code]}": (cause == code).sum().float() for code in ENV_CAUSES}
-        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)).sum().float()
+        log["Episode_Termination/time_out_and_fall"] = (truncated & (cause != CAUSE_TIMEOUT)
+                                                        & (cause != CAUSE_NON_FINITE)).sum().float()
         below = self.state.root_pos_w[:, 2] < self.task_cfg.eval_success_height
         log["Metrics/below_eval_success_height"] = below.float().mean()
+        rand = self.task_cfg.randomization
+        if rand.enabled:  # means of what is drawn now, 0-dim tensors like every other key
+            log.update({f"Randomization/{name}": value.mean() for name, value in self.physics_params.items()})
+            if rand.delayed:
+                log["Randomization/action_delay_steps"] = self.action_delay.float().mean()
+            if rand.pushes:
+                pushed = (self.last_push != 0).any(-1).float()
+                log["Randomization/pushes"] = pushed.sum()
+                log["Randomization/push_speed"] = (self.last_push.norm(dim=-1) * pushed).sum() / pushed.sum().clamp_min(1.0)
         if self.task_cfg.reward_ramps:  # the ramped weights of this step's reward, 0-dim tensors
             weights = self._reward_weights()
             log.update({f"Curriculum/{r.term}": weights[self._reward_names.index(r.term)]
@@ -538,7 +637,11 @@ class G1WalkTask:
 
     def _sample_command_steps(self, k: int) -> torch.Tensor:
         """``[k]`` long: policy steps (>= 1) to hold a new command, uniform in ``resampling_time_range``."""
-        lo, hi = self.task_cfg.resampling_time_range
+        return self._sample_hold_steps(k, self.task_cfg.resampling_time_range)
+
+    def _sample_hold_steps(self, k: int, seconds: tuple[float, float]) -> torch.Tensor:
+        """``[k]`` long: policy steps (>= 1) of a time drawn uniformly in ``seconds`` ``(min, max)``."""
+        lo, hi = seconds
         u = torch.rand(k, device=self.device, generator=self.generator)
         return ((lo + u * (hi - lo)) / self.task_cfg.policy_dt).round().long().clamp_min(1)
 
@@ -573,6 +676,7 @@ class G1WalkTask:
             "generator": self.generator.get_state(),
             "held_command": None if self.held_command is None else self.held_command.clone(),
             "common_step_counter": self.common_step_counter,
+            "physics_params": {k: v.clone() for k, v in self.physics_params.items()},
         }
 
     def _load_task_state_dict(self, state: dict[str, Any]) -> None:
@@ -592,6 +696,12 @@ class G1WalkTask:
         held = state.get("held_command")
         self.held_command = None if held is None else held.clone().to(self.device)
         self.common_step_counter = int(state.get("common_step_counter", 0))  # older files: 0
+        for name, value in state.get("physics_params", {}).items():
+            if name in self.physics_params:
+                self.physics_params[name].copy_(value)
+        if self.physics_params:  # the simulator's model rows follow the restored draws
+            self._write_physics_params(torch.ones(self.num_envs, dtype=torch.bool, device=self.device),
+                                       self.physics_params)
         self.state = self._read_robot_state()
 
     # -- symmetry --------------------------------------------------------------------------------

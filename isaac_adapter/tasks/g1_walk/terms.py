@@ -133,6 +133,19 @@ def record_first(first_step: torch.Tensor, crossed: torch.Tensor, episode_step: 
 # -- observations -------------------------------------------------------------------------------
 
 
+#: The policy observation's terms in their order (:func:`policy_obs`; the gait clock's
+#: :data:`CLOCK_TERM` follows when on): what a deployment computes from its IMU and encoders.
+POLICY_OBS_TERMS = ("base_ang_vel", "projected_gravity", "velocity_command", "joint_pos_rel", "joint_vel", "last_action")
+CLOCK_TERM = "gait_clock"
+
+
+def policy_obs_scales(ang_vel_scale: float, joint_vel_scale: float) -> dict[str, float]:
+    """The factor each of :data:`POLICY_OBS_TERMS` is multiplied by in the observation."""
+    scales = dict.fromkeys(POLICY_OBS_TERMS, 1.0)
+    scales.update(base_ang_vel=ang_vel_scale, joint_vel=joint_vel_scale)
+    return scales
+
+
 def policy_obs(
     ang_vel_b: torch.Tensor,
     gravity_b: torch.Tensor,
@@ -143,10 +156,22 @@ def policy_obs(
     ang_vel_scale: float,
     joint_vel_scale: float,
 ) -> torch.Tensor:
-    """Actor input ``[N, 9 + 3J]``: what the real robot's IMU and encoders provide."""
-    return torch.cat(
-        [ang_vel_b * ang_vel_scale, gravity_b, command, joint_pos_rel, joint_vel * joint_vel_scale, last_action], dim=-1
-    )
+    """Actor input ``[N, 9 + 3J]``: what the real robot's IMU and encoders provide, the terms of
+    :data:`POLICY_OBS_TERMS` in that order, each times its :func:`policy_obs_scales` factor."""
+    raw = (ang_vel_b, gravity_b, command, joint_pos_rel, joint_vel, last_action)
+    scales = policy_obs_scales(ang_vel_scale, joint_vel_scale)
+    # a factor of 1 is no multiplication: no kernel, and the same bits
+    return torch.cat([x if scales[name] == 1.0 else x * scales[name] for name, x in zip(POLICY_OBS_TERMS, raw)], dim=-1)
+
+
+def policy_term_widths(num_joints: int, clock: bool) -> dict[str, int]:
+    """The columns of each term of the policy observation, in its order: :func:`policy_obs`'s terms,
+    then the gait clock's (:func:`clock_obs`) when on. Keys are ``randomization.POLICY_TERMS``."""
+    widths = {"ang_vel": 3, "gravity": 3, "command": 3, "joint_pos": num_joints, "joint_vel": num_joints,
+              "last_action": num_joints}
+    if clock:
+        widths["clock"] = 2
+    return widths
 
 
 def gait_phase(episode_step: torch.Tensor, dt: float, period_s: float) -> torch.Tensor:
