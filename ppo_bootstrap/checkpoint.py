@@ -29,7 +29,9 @@ converts it (:mod:`ppo_bootstrap.rsl_rl`).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import random
 import re
 import warnings
 import zipfile
@@ -240,6 +242,23 @@ def first_non_finite(tensors: Mapping[str, torch.Tensor]) -> str | None:
     return next(name for name, t in floats.items() if not bool(torch.isfinite(t).all()))
 
 
+def check_update_finite(policy: Mapping[str, torch.Tensor], losses: Mapping[str, float], iteration: int,
+                        last_checkpoint: Path | None) -> None:
+    """Raise ``FloatingPointError`` if an update left NaN or inf in the ``policy`` state (one fused
+    check, one host sync) or in its ``losses`` (an overflowed loss clips its gradient to nothing: the
+    update did not happen); the message names the tensor or loss and ``last_checkpoint``."""
+    tensor = first_non_finite(policy)
+    loss = next((key for key, value in losses.items() if not math.isfinite(value)), None)
+    if tensor is None and loss is None:
+        return
+    what = f"policy tensor {tensor!r}" if tensor is not None else f"its {loss} ({losses[loss]})"
+    raise FloatingPointError(
+        f"iteration {iteration}: the update left NaN or inf in {what} (rewards or observations too "
+        f"large for float32, or too high a learning rate?); not saved, the last checkpoint is "
+        f"{last_checkpoint or 'none'}"
+    )
+
+
 RSL_RL_ENTRIES = ("actor_state_dict", "critic_state_dict", "model_state_dict", "optimizer_state_dict")
 """What rsl-rl-lib's ``OnPolicyRunner.save`` writes besides ``iter`` and ``infos`` (4.x/5.x: actor and
 critic; 3.x: ``model_state_dict``)."""
@@ -342,6 +361,34 @@ def _check_structure(ckpt: Any, path: str | os.PathLike) -> None:
         missing += [f"rng/{k}" for k in RNG_KEYS if not isinstance(rng, Mapping) or k not in rng]
         if missing:
             raise CheckpointError(path, f"is a full checkpoint (it has 'ppo') without {missing}")
+
+
+def rng_state(generator: torch.Generator) -> dict[str, Any]:
+    """Every RNG a run draws from (:data:`RNG_KEYS`): torch's, CUDA's, numpy's, Python's and ``generator``."""
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+        "generator": generator.get_state(),
+    }
+
+
+def check_rng_state(rng: Mapping[str, Any], generator: torch.Generator) -> None:
+    """Raise ``ValueError`` unless ``rng`` (:func:`rng_state` of a file) can be restored here; changes nothing."""
+    for name, now in (("torch", torch.get_rng_state()), ("generator", generator.get_state())):
+        if not torch.is_tensor(rng[name]) or rng[name].shape != now.shape:
+            raise ValueError(f"its {name} RNG state is malformed")
+
+
+def set_rng_state(rng: Mapping[str, Any], generator: torch.Generator) -> None:
+    """Restore :func:`rng_state`'s record (CUDA's only where this process sees CUDA)."""
+    torch.set_rng_state(rng["torch"].cpu())
+    if rng["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in rng["cuda"]])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["python"])
+    generator.set_state(rng["generator"].cpu())
 
 
 def is_full(ckpt: Mapping[str, Any]) -> bool:

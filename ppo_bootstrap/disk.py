@@ -137,10 +137,13 @@ class RunLog:
     Args:
         log_dir: the run folder.
         last_checkpoint: the newest checkpoint this process wrote (named when the run must stop).
+        tag: the TensorBoard tag of a ``metrics.jsonl`` key.
     """
 
-    def __init__(self, log_dir: str | os.PathLike, last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
+    def __init__(self, log_dir: str | os.PathLike, last_checkpoint: Callable[[], Path | None] = lambda: None,
+                 tag: Callable[[str], str] = str) -> None:
         self.log_dir = Path(log_dir)
+        self._tag = tag
         self.metrics_path = self.log_dir / METRICS
         try:  # made here, once: a folder that vanishes later is reported, not quietly made again
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -197,7 +200,7 @@ class RunLog:
                 self._tensorboard = SummaryWriter(log_dir=str(self.log_dir))
                 _write_in_this_thread(self._tensorboard)
             for key, value in stats.items():
-                self._tensorboard.add_scalar(key, value, iteration)
+                self._tensorboard.add_scalar(self._tag(key), value, iteration)
             self._tensorboard.flush()
         except OSError as err:
             self._tensorboard_off = True

@@ -24,14 +24,15 @@ TorchRL's functional value module, ``terminated`` and ``truncated`` (or ``done``
 * :func:`terminal_for_targets`, :func:`bootstrap_values`, :func:`assemble_next_values`: the value
   targets per :data:`TimeoutBootstrap` mode, ``K = 0`` included;
 * :func:`reset_memory`: recurrent state on done;
-* :func:`check_contract`, :func:`check_finite`, :func:`validate_step`, :func:`recover_non_finite`:
-  the step contract of :mod:`ppo_bootstrap.env`, checked in that order (contract, then finiteness
-  or its repair);
+* :func:`end_step`: a step's done mask and the recurrent state after it (the one entry on the way in);
+* :func:`value_targets`: a rollout's advantages and returns (the one entry on the way to GAE);
 * :func:`blow_up_flags`, :func:`end_blow_ups`: the blow-up row, for the Runner's repair and for an
   env that finds and resets its own blow-ups without a host synchronisation (the G1 task on MuJoCo
-  Warp: cause ``non_finite``);
-* :class:`FlagWatch`: warnings for what the flags cannot show (``info["time_outs"]`` against
-  ``truncated``, a declared time limit run past).
+  Warp: cause ``non_finite``).
+
+The checks, repair and warnings of the step contract (:func:`check_contract`, :func:`check_finite`,
+:func:`validate_step`, :func:`recover_non_finite`, :class:`FlagWatch`) live in
+:mod:`ppo_bootstrap.episode_checks` and are importable from here too.
 
 From env to GAE: ``env.step`` -> :class:`~ppo_bootstrap.env.StepResult` (``truncated``,
 ``final_env_ids``, ``final_obs``, or the dense ``final_obs_all``; :func:`final_rows` reads either)
@@ -45,14 +46,12 @@ the ``K`` rows), :func:`assemble_next_values`, :func:`terminal_for_targets` ->
 from __future__ import annotations
 
 import dataclasses
-import reprlib
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import torch
 
-from ppo_bootstrap.env import ObsGroups, StepResult, on_device
+from ppo_bootstrap.env import ObsGroups, StepResult
 
 
 class EpisodeProtocolError(ValueError):
@@ -191,150 +190,49 @@ def bootstrap_values(
     return values.new_zeros(final_steps.shape[0], *values.shape[2:])
 
 
-def _ids(mask: torch.Tensor) -> list[int]:
-    return torch.nonzero(mask.reshape(mask.shape[0], -1).any(-1)).flatten().tolist()
+def end_step(terminated: torch.Tensor, truncated: torch.Tensor, states: tuple[State, ...]) -> tuple[torch.Tensor, tuple[State, ...]]:
+    """A stored step's ends: ``(done [N], states with the ended envs' memory zeroed)``.
 
-
-def _check_finite(name: str, value: torch.Tensor, row_env_ids: torch.Tensor | None = None) -> None:
-    if not value.is_floating_point():
-        return
-    bad = ~torch.isfinite(value)
-    if bad.any():
-        rows = _ids(bad)
-        env_ids = row_env_ids[rows].tolist() if row_env_ids is not None else rows
-        raise EpisodeProtocolError(f"{name} has NaN or inf for env ids {env_ids}")
-
-
-ObsLayout = Mapping[str, tuple[int, ...]]
-"""Observation groups and their per-env shapes ``{group: (D, ...)}``, as ``reset()`` returned them."""
-
-
-def obs_layout(obs: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, ...]]:
-    """The layout every step's ``obs`` and ``final_obs`` must keep: ``{group: shape[1:]}`` of ``obs``."""
-    return {group: tuple(value.shape[1:]) for group, value in obs.items()}
-
-
-def _check_tensor(name: str, value: object, device: torch.device | None) -> None:
-    if not isinstance(value, torch.Tensor):
-        raise EpisodeProtocolError(f"{name} must be a torch.Tensor, got {type(value).__name__} {reprlib.repr(value)}")
-    if device is not None and not on_device(value, device):
-        raise EpisodeProtocolError(f"{name} is on {value.device}, not on the env's device {device}")
-
-
-def _check_groups(
-    name: str, groups: object, layout: ObsLayout | None, rows: int, device: torch.device, env_ids: torch.Tensor | None
-) -> ObsLayout:
-    """Groups and shapes ``[rows, *layout[group]]`` of ``obs`` (``env_ids=None``: every env) or ``final_obs``.
-
-    ``layout=None`` takes the layout from ``groups`` themselves. Returns the layout checked against.
+    The one entry on the way in: storage has kept the pre-reset critic state (``V(s_final)``
+    continues it), the next step starts the new episodes from zero (:func:`reset_memory`).
     """
-
-    def where() -> str:  # only on the way to an error: naming the ids costs a host sync
-        return "all env ids" if env_ids is None else f"env ids {env_ids.tolist()}"
-
-    if not isinstance(groups, Mapping):
-        raise EpisodeProtocolError(f"{name} must be a dict of observation groups, got {type(groups).__name__}")
-    for group, value in groups.items():
-        _check_tensor(f"{name}[{group!r}]", value, device)
-    layout = obs_layout(groups) if layout is None else layout
-    if set(groups) != set(layout):
-        raise EpisodeProtocolError(
-            f"{name} groups {sorted(groups)} differ from the reset() groups {sorted(layout)} for {where()}"
-        )
-    for group, value in groups.items():
-        expected = (rows, *layout[group])
-        if tuple(value.shape) != expected:
-            raise EpisodeProtocolError(
-                f"{name}[{group!r}] has shape {tuple(value.shape)}, expected {expected} for {where()}"
-            )
-    return layout
+    done = done_mask(terminated, truncated)
+    return done, tuple(reset_memory(s, done) for s in states)
 
 
-def _check_final_env_ids(terminated: torch.Tensor, truncated: torch.Tensor, final_env_ids: torch.Tensor) -> None:
-    expected = torch.nonzero(done_mask(terminated, truncated)).flatten()
-    if torch.equal(final_env_ids, expected):
-        return
-    reported_set, expected_set = set(final_env_ids.tolist()), set(expected.tolist())
-    missing = sorted(expected_set - reported_set)
-    extra = sorted(reported_set - expected_set)
-    if missing:
-        raise EpisodeProtocolError(f"final_obs missing for env ids {missing} that ended this step")
-    if extra:
-        raise EpisodeProtocolError(f"final_obs given for env ids {extra} that did not end this step")
-    raise EpisodeProtocolError(
-        f"final_env_ids must list each ended env once, in ascending order; got {final_env_ids.tolist()}"
-    )
+def value_targets(
+    mode: TimeoutBootstrap,
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    last_values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    final_steps: torch.Tensor | None,
+    final_env_ids: torch.Tensor | None,
+    critic_of_final: Callable[[], torch.Tensor],
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A rollout's ``(advantages [T, N], returns [T, N], timeout_values [B])``: the one entry on the
+    way from ``truncated`` to GAE.
 
-
-def check_contract(
-    num_envs: int,
-    result: StepResult,
-    layout: ObsLayout | None = None,
-    device: str | torch.device | None = None,
-    ids: bool = True,
-) -> None:
-    """Check one step's contract, finiteness aside; raise :class:`EpisodeProtocolError` naming field and env ids.
-
-    Types, devices (``device``, default: the reward's), dtypes and shapes, and the observation
-    groups with their per-env shapes against ``layout`` (what ``reset()`` returned; default: this
-    step's ``obs``) need no host synchronisation. ``ids=True`` adds the check that
-    ``final_env_ids`` lists exactly the envs that ended, which costs one.
+    ``V(s_final)`` of the ``K`` ending rows ``(final_steps, final_env_ids)`` (``None``: none ended)
+    per ``mode`` (:func:`bootstrap_values`), the true next values (:func:`assemble_next_values`),
+    the terminals the targets see (:func:`terminal_for_targets`), then
+    :func:`ppo_bootstrap.gae.compute_gae`. ``timeout_values``: the ``V(s_final)`` standing in the
+    ``B`` rows that bootstrap (truncated, not terminated), for statistics.
     """
-    reward, terminated, truncated = result.reward, result.terminated, result.truncated
-    _check_tensor("reward", reward, device)
-    device = reward.device if device is None else torch.device(device)
-    for name, flag in (("terminated", terminated), ("truncated", truncated)):
-        _check_tensor(name, flag, device)
-        if flag.dtype != torch.bool:
-            raise EpisodeProtocolError(f"{name} must be a bool tensor, got dtype {flag.dtype}")
-        if tuple(flag.shape) != (num_envs,):
-            raise EpisodeProtocolError(f"{name} must have shape ({num_envs},), got {tuple(flag.shape)}")
-    if tuple(reward.shape) != (num_envs,):
-        raise EpisodeProtocolError(f"reward must have shape ({num_envs},), got {tuple(reward.shape)}")
-    layout = _check_groups("obs", result.obs, layout, num_envs, device, None)
-    if result.final_obs_all is not None:
-        # the dense form: every env's pre-reset row, so nothing to match against the done mask
-        if result.final_obs is not None or result.final_env_ids is not None:
-            raise EpisodeProtocolError("give final_obs_all or final_obs with final_env_ids, not both")
-        _check_groups("final_obs_all", result.final_obs_all, layout, num_envs, device, None)
-        return
-    final_env_ids = result.final_env_ids
-    _check_tensor("final_env_ids", final_env_ids, device)
-    if final_env_ids.dim() != 1 or final_env_ids.dtype not in (torch.int32, torch.int64):
-        raise EpisodeProtocolError(
-            f"final_env_ids must be a 1-D integer tensor, got {final_env_ids.dtype} {tuple(final_env_ids.shape)}"
-        )
-    if ids:
-        _check_final_env_ids(terminated, truncated, final_env_ids)
-    _check_groups("final_obs", result.final_obs, layout, final_env_ids.shape[0], device, final_env_ids)
+    from ppo_bootstrap.gae import compute_gae  # gae reads this module's rules
 
-
-def check_finite(result: StepResult) -> None:
-    """Raise :class:`EpisodeProtocolError` naming field and env ids where reward, obs or final obs is NaN or inf.
-
-    Assumes :func:`check_contract` passed. Costs a host synchronisation.
-    """
-    _check_finite("reward", result.reward)
-    for group, value in result.obs.items():
-        _check_finite(f"obs[{group!r}]", value)
-    final_env_ids, final_obs = final_rows(result)
-    for group, value in final_obs.items():
-        _check_finite(f"final_obs[{group!r}]", value, final_env_ids)
-
-
-def validate_step(
-    num_envs: int, result: StepResult, layout: ObsLayout | None = None, device: str | torch.device | None = None
-) -> None:
-    """Check one step against the env contract: :func:`check_contract` first, then :func:`check_finite`.
-
-    Costs host synchronisations, so the Runner lets users switch it off on GPU once an env is trusted.
-    """
-    check_contract(num_envs, result, layout, device)
-    check_finite(result)
-
-
-def _bad_rows(groups: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    return torch.stack([~torch.isfinite(v.reshape(v.shape[0], -1)).all(-1) for v in groups.values()]).any(0)
+    if final_steps is None or final_env_ids is None:
+        next_values, timeout_values = assemble_next_values(values, last_values), values.new_zeros(0)
+    else:
+        final_values = bootstrap_values(mode, values, final_steps, final_env_ids, critic_of_final)
+        next_values = assemble_next_values(values, last_values, final_values, final_steps, final_env_ids)
+        timeout_values = final_values[bootstrap_mask(terminated, truncated)[final_steps, final_env_ids]]
+    targets_terminated = terminal_for_targets(terminated, truncated, mode)
+    advantages, returns = compute_gae(rewards, values, next_values, targets_terminated, truncated, gamma, lam)
+    return advantages, returns, timeout_values
 
 
 def blow_up_flags(
@@ -348,8 +246,8 @@ def blow_up_flags(
 
 
 def end_blow_ups(result: StepResult, last_obs: Mapping[str, torch.Tensor], broken: torch.Tensor) -> StepResult:
-    """The dense form of :func:`recover_non_finite`, for an env that finds its own blow-ups and resets
-    them with the step's other ends: no host synchronisation, fixed shapes.
+    """The dense form of :func:`~ppo_bootstrap.episode_checks.recover_non_finite`, for an env that finds
+    its own blow-ups and resets them with the step's other ends: no host synchronisation, fixed shapes.
 
     ``result`` is in the dense form (``final_obs_all``), its ``obs`` already the restarted rows;
     ``broken`` ``[N]`` bool marks the envs whose state went non-finite this step and ``last_obs`` the
@@ -365,133 +263,16 @@ def end_blow_ups(result: StepResult, last_obs: Mapping[str, torch.Tensor], broke
     return dataclasses.replace(result, reward=reward, truncated=truncated, final_obs_all=final)
 
 
-def recover_non_finite(
-    result: StepResult,
-    last_obs: Mapping[str, torch.Tensor],
-    reset_envs: Callable[[torch.Tensor], Mapping[str, torch.Tensor]],
-) -> tuple[StepResult, torch.Tensor]:
-    """End the episodes of envs whose physics blew up (non-finite obs, reward or final obs).
-
-    A blow-up is no state of the task, so it is neither a fall nor a valid final state: the step is
-    marked truncated, bootstrapped from ``V(s_t)`` (the last valid observation, ``last_obs``), its
-    reward zeroed if non-finite, and the env restarted through ``reset_envs(env_ids)``, which must
-    return fresh observation rows ``[K, ...]`` per group. A fall on the same step stays a fall.
-
-    ``result`` must keep the contract (:func:`check_contract`, at least with ``ids=False``): the
-    repair indexes by its shapes and ids. Fresh rows of the wrong groups or shape raise
-    :class:`EpisodeProtocolError` naming the env ids.
-
-    Returns:
-        ``(result, broken_env_ids)``: the repaired :class:`~ppo_bootstrap.env.StepResult` (same
-        contract; ``result`` itself is not modified) and the ``[B]`` ids that blew up.
-    """
-    result = sparse(result)
-    obs, reward, final_obs, final_env_ids = result.obs, result.reward, result.final_obs, result.final_env_ids
-    bad = _bad_rows(obs) | ~torch.isfinite(reward)
-    bad_final = torch.zeros_like(bad)
-    if final_env_ids.numel():
-        bad_final[final_env_ids] = _bad_rows(final_obs)
-    broken = torch.nonzero(bad | bad_final).flatten()
-    if broken.numel() == 0:
-        return result, broken
-
-    fresh = reset_envs(broken)
-    _check_groups("reset_envs() obs", fresh, obs_layout(obs), broken.numel(), reward.device, broken)
-    obs = {k: v.clone() for k, v in obs.items()}
-    for k in obs:
-        obs[k][broken] = fresh[k].to(obs[k].dtype)
-    reward, truncated = blow_up_flags(reward, result.truncated, bad | bad_final)
-    # final rows: ended envs keep their own final obs unless it is broken; broken envs get s_t.
-    ended = torch.nonzero(done_mask(result.terminated, truncated)).flatten()
-    rows = {k: last_obs[k][ended].clone().to(v.dtype) for k, v in obs.items()}
-    position = torch.full_like(bad, -1, dtype=torch.long)
-    position[final_env_ids] = torch.arange(final_env_ids.numel(), device=final_env_ids.device)
-    keep = (position[ended] >= 0) & ~bad_final[ended]
-    for k in rows:
-        rows[k][keep] = final_obs[k][position[ended][keep]]
-    repaired = dataclasses.replace(
-        result, obs=obs, reward=reward, truncated=truncated, final_obs=rows, final_env_ids=ended
-    )
-    return repaired, broken
+_CHECKS = ("EpisodeProtocolWarning", "FlagWatch", "ObsLayout", "StepChecks", "check_contract", "check_finite",
+           "declared_time_limit", "obs_layout", "recover_non_finite", "time_limit_overrun", "time_outs_mismatch",
+           "validate_step")
 
 
-class EpisodeProtocolWarning(UserWarning):
-    """An env's flags look wrong in a way no single step proves; the message names the env ids."""
+def __getattr__(name: str) -> Any:
+    """The contract's checks, repair and warnings, from :mod:`ppo_bootstrap.episode_checks` (their
+    old import path: that module builds on this one, so it is read on first use)."""
+    if name in _CHECKS:
+        from ppo_bootstrap import episode_checks
 
-
-def declared_time_limit(env: Any) -> int | None:
-    """The time limit in policy steps an env declares as ``max_episode_length`` (Isaac Lab's name), or ``None``."""
-    limit = getattr(env, "max_episode_length", None)
-    return None if limit is None else int(limit)
-
-
-def time_limit_overrun(episode_length: torch.Tensor, truncated: torch.Tensor, limit: int) -> torch.Tensor:
-    """``[N]`` bool: envs whose episode has run more than ``limit`` steps (``episode_length`` ``[N]``
-    counts this step) and that are not truncated on this step."""
-    return (episode_length > limit) & ~truncated
-
-
-def time_outs_mismatch(info: Mapping[str, Any], truncated: torch.Tensor) -> torch.Tensor | None:
-    """``[N]`` bool where ``info["time_outs"]`` differs from ``truncated`` ``[N]``, or ``None`` when
-    ``info`` has no ``time_outs`` tensor of that shape."""
-    time_outs = info.get("time_outs") if isinstance(info, Mapping) else None
-    if not isinstance(time_outs, torch.Tensor) or time_outs.shape != truncated.shape:
-        return None
-    return time_outs.to(truncated.device, torch.bool) != truncated
-
-
-def _id_text(ids: list[int], most: int = 16) -> str:
-    if len(ids) <= most:
-        return str(ids)
-    return f"[{', '.join(map(str, ids[:most]))}, ...] ({len(ids)} envs)"
-
-
-class FlagWatch:
-    """Faults the flags cannot show, gathered over a rollout and warned about once each
-    (:class:`EpisodeProtocolWarning`, naming the env ids):
-
-    * ``info["time_outs"]`` that differs from ``truncated``: time-outs sent as ``terminated`` are
-      trained as falls, without the bootstrap;
-    * an env that runs past ``time_limit`` (the env's :func:`declared_time_limit`) without
-      ``truncated``: an env that never reports time-outs.
-
-    Per step only device operations; :meth:`report`, once per rollout, syncs once per fault seen.
-    """
-
-    def __init__(self, time_limit: int | None = None) -> None:
-        self.time_limit = time_limit
-        self._seen: dict[str, torch.Tensor] = {}
-        self._warned: set[str] = set()
-
-    def _add(self, kind: str, mask: torch.Tensor | None) -> None:
-        if mask is not None and kind not in self._warned:
-            self._seen[kind] = mask | self._seen[kind] if kind in self._seen else mask
-
-    def flags(self, info: Mapping[str, Any], truncated: torch.Tensor) -> None:
-        """One step's ``info`` and ``truncated`` ``[N]`` as the env reported them (before any blow-up recovery)."""
-        self._add("time_outs", time_outs_mismatch(info, truncated))
-
-    def lengths(self, episode_length: torch.Tensor, truncated: torch.Tensor) -> None:
-        """Steps of each env's episode ``[N]``, this step counted, and the step's ``truncated`` ``[N]``."""
-        if self.time_limit is not None:
-            self._add("time_limit", time_limit_overrun(episode_length, truncated, self.time_limit))
-
-    def report(self) -> None:
-        """Warn about each fault seen since the last report, unless it was warned about before."""
-        for kind, mask in self._seen.items():
-            ids = torch.nonzero(mask).flatten().tolist()
-            if not ids:
-                continue
-            self._warned.add(kind)
-            if kind == "time_outs":
-                message = (
-                    f"info['time_outs'] differs from truncated for env ids {_id_text(ids)}: "
-                    "time-outs sent as terminated are trained as falls"
-                )
-            else:
-                message = (
-                    f"env ids {_id_text(ids)} ran past the time limit max_episode_length={self.time_limit} "
-                    "without truncated: the env may never report time-outs"
-                )
-            warnings.warn(message, EpisodeProtocolWarning, stacklevel=2)
-        self._seen.clear()
+        return getattr(episode_checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

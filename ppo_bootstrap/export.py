@@ -153,13 +153,26 @@ def export_policy(policy: ActorCritic, obs_dim: int, directory: str | os.PathLik
 
     The two models have the same interface (module docstring); ``policy.json`` records it
     (:func:`policy_metadata`). Returns ``{"onnx": path, "torchscript": path, "metadata": path}``.
+    An export cut short (an error, a second Ctrl-C) leaves no half set: the files it wrote go, and
+    so does ``directory`` if it made it.
     """
     directory = Path(directory)
+    made = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"onnx": directory / ONNX_NAME, "torchscript": directory / TORCHSCRIPT_NAME,
              "metadata": directory / METADATA_NAME}
-    export_actor_onnx(policy, obs_dim, paths["onnx"])
-    export_actor_torchscript(policy, obs_dim, paths["torchscript"])
-    with _atomic(paths["metadata"]) as tmp:
-        tmp.write_text(json.dumps(policy_metadata(policy, obs_dim), indent=2) + "\n")
+    written: list[Path] = []
+    try:
+        export_actor_onnx(policy, obs_dim, paths["onnx"])
+        written.append(paths["onnx"])
+        export_actor_torchscript(policy, obs_dim, paths["torchscript"])
+        written.append(paths["torchscript"])
+        with _atomic(paths["metadata"]) as tmp:
+            tmp.write_text(json.dumps(policy_metadata(policy, obs_dim), indent=2) + "\n")
+    except BaseException:  # SystemExit and KeyboardInterrupt too: they are how a second Ctrl-C arrives
+        for path in written:
+            path.unlink(missing_ok=True)
+        if made and not any(directory.iterdir()):
+            directory.rmdir()
+        raise
     return paths

@@ -95,13 +95,8 @@ def compute_gae(
 
 
 def compute_gae_reference(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    terminated: torch.Tensor,
-    truncated: torch.Tensor,
-    gamma: float,
-    lam: float,
+    rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor, terminated: torch.Tensor,
+    truncated: torch.Tensor, gamma: float, lam: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The same quantity as :func:`compute_gae`, written as the textbook backward loop.
 

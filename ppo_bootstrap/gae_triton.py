@@ -55,13 +55,8 @@ BLOCK = 128
 
 
 def compute_gae_triton(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    terminated: torch.Tensor,
-    truncated: torch.Tensor,
-    gamma: float,
-    lam: float,
+    rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor, terminated: torch.Tensor,
+    truncated: torch.Tensor, gamma: float, lam: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(advantages, returns)`` ``[T, N]`` float32 on CUDA; arguments as in ``compute_gae``."""
     T, N = rewards.shape

@@ -11,18 +11,7 @@ from torch import nn
 
 from ppo_bootstrap import distributed
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, critic_obs
-from ppo_bootstrap.episode import (
-    TIMEOUT_BOOTSTRAP_MODES,
-    State,
-    TimeoutBootstrap,
-    assemble_next_values,
-    bootstrap_mask,
-    bootstrap_values,
-    done_mask,
-    reset_memory,
-    terminal_for_targets,
-)
-from ppo_bootstrap.gae import compute_gae
+from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES, State, TimeoutBootstrap, bootstrap_values, end_step, value_targets
 from ppo_bootstrap.modules.actor_critic import ActorCritic
 from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
 from ppo_bootstrap.symmetry import Symmetry
@@ -167,8 +156,7 @@ class PPO:
         """Store the step (flags, reward and final observations on this device), then restart the
         memory of ended envs. Returns the done mask ``[N]``."""
         self.storage.add(self._transition, result)  # critic_state before the reset: V(s_final) continues it
-        done = done_mask(result.terminated, result.truncated)
-        self.states = tuple(reset_memory(s, done) for s in self.states)  # type: ignore[assignment]
+        done, self.states = end_step(result.terminated, result.truncated, self.states)  # type: ignore[assignment]
         self._transition = None
         return done
 
@@ -181,10 +169,12 @@ class PPO:
         every other observation, a recurrent critic starting from the state stored before the reset.
         """
 
-        def critic_of_final() -> torch.Tensor:
-            return self.policy.value(critic_obs(terminal.obs), terminal.critic_state)[0]
+        return bootstrap_values(self.cfg.timeout_bootstrap, values, terminal.step, terminal.env_id,
+                                lambda: self._critic_of_final(terminal))
 
-        return bootstrap_values(self.cfg.timeout_bootstrap, values, terminal.step, terminal.env_id, critic_of_final)
+    def _critic_of_final(self, terminal: TerminalRows) -> torch.Tensor:
+        """``V(s_final)`` ``[K]``: one batched critic pass from the recurrent state stored before the reset."""
+        return self.policy.value(critic_obs(terminal.obs), terminal.critic_state)[0]
 
     @torch.no_grad()
     def compute_returns(self, last_obs: ObsGroups) -> dict[str, float]:
@@ -195,26 +185,20 @@ class PPO:
         values = data["values"]
         fell, truncated = data["terminated"], data["truncated"]
         last_values = self.policy.value(critic_obs(last_obs), self.states[1])[0]
-        final_values = None
-        if terminal is not None:
-            final_values = self.final_values(terminal, values)
-            next_values = assemble_next_values(values, last_values, final_values, terminal.step, terminal.env_id)
-        else:
-            next_values = assemble_next_values(values, last_values)
-        terminated = terminal_for_targets(fell, truncated, self.cfg.timeout_bootstrap)
-        advantages, returns = compute_gae(
-            data["rewards"], values, next_values, terminated, truncated, self.cfg.gamma, self.cfg.lam
+        advantages, returns, timeout_values = value_targets(
+            self.cfg.timeout_bootstrap, data["rewards"], values, last_values, fell, truncated,
+            terminal.step if terminal is not None else None, terminal.env_id if terminal is not None else None,
+            lambda: self._critic_of_final(terminal), self.cfg.gamma, self.cfg.lam,
         )
         if self.cfg.normalize_advantage and not self.cfg.normalize_advantage_per_mini_batch:
             advantages = normalize_global(advantages)
         storage.set_returns(advantages, returns)
 
-        stats = {"episodes/terminated": float(fell.sum()), "episodes/truncated_only": 0.0, "timeout_bootstrap/mean": 0.0}
-        if terminal is not None:
-            boot = bootstrap_mask(fell, truncated)[terminal.step, terminal.env_id]
-            stats["episodes/truncated_only"] = float(boot.sum())
-            if boot.any() and self.cfg.timeout_bootstrap != "none":
-                stats["timeout_bootstrap/mean"] = float(self.cfg.gamma * final_values[boot].mean())
+        booted = timeout_values.numel()
+        stats = {"episodes/terminated": float(fell.sum()), "episodes/truncated_only": float(booted),
+                 "timeout_bootstrap/mean": 0.0}
+        if booted and self.cfg.timeout_bootstrap != "none":
+            stats["timeout_bootstrap/mean"] = float(self.cfg.gamma * timeout_values.mean())
         return stats
 
     def update_normalizers(self) -> None:

@@ -325,3 +325,18 @@ def test_export_errors_are_one_line(tmp_path, monkeypatch):
     assert "--export nope.pt: no such checkpoint" in one_line_error(["--export", "nope.pt"], monkeypatch)
     assert "was trained on G1-Walk-Clock-v0, not --task G1-Walk-v0" in one_line_error(
         ["--export", str(SHIPPED), "--task", "G1-Walk-v0"], monkeypatch)
+
+
+def test_the_resume_command_a_stopped_run_prints_resumes_from_its_checkpoint(tmp_path):
+    import shlex
+
+    ckpt = tmp_path / "model_7.pt"
+    ckpt.write_bytes(b"")
+    argv = ["--num_envs", "4", "--resume", "--load_run", "2026-.*", "--checkpoint=model_3.pt", "env.rewards.joint_vel=-0.003"]
+    from isaac_adapter.app import train as app_train
+
+    words = shlex.split(app_train.resume_command(argv, ckpt))
+    assert words[0] == "python" and (ROOT / words[1]).resolve() == ROOT / "examples" / "g1_walk.py"
+    assert words[2:] == ["--num_envs", "4", "env.rewards.joint_vel=-0.003", "--checkpoint", str(ckpt)]
+    args = g1_walk.parse_args(words[2:])
+    assert app_train.resume_path(args, "demo") == ckpt and args.num_envs == 4

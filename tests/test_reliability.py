@@ -333,6 +333,42 @@ def test_second_signal_exits_at_once_with_one_line_naming_the_last_checkpoint(tm
     assert not list(tmp_path.glob(".*.tmp-*"))
 
 
+EXPORT_AFTER_TRAINING = """
+import torch.onnx
+from ppo_bootstrap.export import export_policy
+
+real_export = torch.onnx.export
+def export_then_ctrl_c(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the policy is being exported
+    return real_export(*args, **kwargs)
+torch.onnx.export = export_then_ctrl_c
+with runner.signals:  # as the training script holds it: over training, export and evaluation
+    runner.learn(5)
+    print('returned', runner.interrupted, runner.iteration, flush=True)
+    export_policy(runner.policy, runner.obs['policy'].shape[-1], {exported!r})
+print('not reached')
+"""
+
+
+@pytest.mark.parametrize("stopped_first", [True, False])
+def test_ctrl_c_during_the_export_exits_with_one_line_and_leaves_no_export(tmp_path, stopped_first):
+    # step 18 lies in iteration 2 (the warm-up is steps 1-8): the first Ctrl-C stops after it
+    prelude = f"ACTIONS = {({18: ['SIGINT']} if stopped_first else {})!r}\n" + SELF_SIGNAL_ENV
+    code = _train_script(tmp_path, prelude=prelude, env_class="SelfSignalEnv")
+    code += EXPORT_AFTER_TRAINING.format(exported=str(tmp_path / "exported"))
+    proc = subprocess.run([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in proc.stdout and "not reached" not in proc.stdout, proc.stdout
+    last = tmp_path / ("model_2.pt" if stopped_first else "model_5.pt")
+    assert f"returned {stopped_first} {2 if stopped_first else 5}" in proc.stdout
+    what = "second SIGINT" if stopped_first else "SIGINT after training"
+    assert proc.stdout.strip().splitlines()[-1] == f"{what}: stopping at once; the last checkpoint is {last}"
+    if stopped_first:  # the first Ctrl-C said where the checkpoint is and how to go on from it
+        assert f"checkpoint: {last}\nto resume: Runner.load({str(last)!r}), then learn()" in proc.stdout
+    assert not (tmp_path / "exported").exists()
+    assert sorted(p.name for p in tmp_path.glob("model_*.pt")) == [last.name]
+
+
 @pytest.mark.parametrize("replacer,named", [("python", "fake_sim_handler"), ("native", "native code")])
 def test_handler_replaced_by_a_library_is_reasserted_and_named_once(tmp_path, replacer, named):
     # step 10 lies in iteration 1: a library replaces the handler; step 20, in iteration 2, brings SIGTERM

@@ -143,6 +143,7 @@ class Args:
     replay_env: int = 0
     #: The spelling each flag was given with (``num_envs`` -> ``"--num-envs"``), for messages.
     spelled: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)  # the words as given, for the resume command a stopped run prints
 
     def flag(self, name: str) -> str:
         """``name``'s flag as the command line spelt it (``--num_envs`` when it was not given)."""
@@ -237,6 +238,7 @@ def parse(command: str, argv: list[str], description: str | None = None, prog: s
     build_parser(command, description, prog).parse_args(argv, namespace)
     values = vars(namespace)
     args = Args(**{k: v for k, v in values.items() if k in {f.name for f in dataclasses.fields(Args)}})
+    args.argv = list(argv)
     validate(args, command)
     return args
 

@@ -7,6 +7,7 @@ checkpoint to resume, the task and simulator, the overrides and the run folder.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,23 @@ from isaac_adapter.app.overrides import apply_overrides
 from isaac_adapter.app.run_dir import find_checkpoint, lock_run_dir, new_run_dir, write_git_state, write_params
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.registry import UsageError
+
+
+def resume_command(argv: list[str], path: Path, script: str = "examples/g1_walk.py") -> str:
+    """The command that continues a stopped run from ``path``: its own flags ``argv``, with
+    ``--checkpoint PATH`` in place of its resume flags (``--resume``, ``--load_run``, ``--checkpoint``)."""
+    kept, skip = [], False
+    for arg in argv:
+        name = arg.split("=", 1)[0]
+        if skip or name == "--resume":
+            skip = False
+        elif name in ("--load_run", "--load-run", "--checkpoint"):
+            skip = "=" not in arg  # its value is the next word
+        else:
+            kept.append(arg)
+    world = distributed.world_size()
+    launcher = ["torchrun", "--nproc-per-node", str(world)] if world > 1 else ["python"]
+    return shlex.join([*launcher, script, *kept, "--checkpoint", str(path)])
 
 
 def resume_path(args: Args, experiment: str) -> Path | None:
@@ -145,14 +163,16 @@ def train(args: Args) -> Runner:
         # where the wait before the first iteration goes (it counts in a time-to-walk wall clock)
         print(f"startup: {env_start - STARTED:.1f} s to import and configure, {env_done - env_start:.1f} s to build "
               f"the env, {learner_s:.1f} s to build the learner", flush=True)
-    if args.video is not None:
-        from isaac_adapter.app.play import learn_with_clips
+    runner.signals.resume_hint = lambda path: resume_command(args.argv, path)
+    with runner.signals:  # a second Ctrl-C during the export and evaluation exits as cleanly as in training
+        if args.video is not None:
+            from isaac_adapter.app.play import learn_with_clips
 
-        learn_with_clips(runner, iterations, args, log_dir if rank == 0 else None)
-    else:
-        runner.learn(iterations)
-    if rank == 0:
-        finish(runner, spec, sim, env, Path(cfg.log_dir))
+            learn_with_clips(runner, iterations, args, log_dir if rank == 0 else None)
+        else:
+            runner.learn(iterations)
+        if rank == 0:
+            finish(runner, spec, sim, env, Path(cfg.log_dir))
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()
     return runner

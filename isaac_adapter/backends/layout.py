@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -204,6 +205,22 @@ class RobotArrays:
         rows_v[:, rv + 3 : rv + 6] = quat_apply_inverse(quat, qvel[:, 3:6])
         rows_v[:, self._joint_v] = qvel[:, 6:]
         return rows_q, rows_v
+
+
+def init_backend(
+    backend: Any, model: mujoco.MjModel, num_envs: int, decimation: int, device: torch.device, *,
+    root_body: str, foot_bodies: Sequence[str], foot_contact_sensors: Sequence[str], foot_vel_sensors: Sequence[str],
+) -> RobotLayout:
+    """What every MuJoCo backend sets first: ``model``, ``num_envs``, ``decimation``, ``sim_dt``,
+    ``device``, ``num_joints`` and ``num_feet`` on ``backend``; returns the robot's layout."""
+    if decimation <= 0:
+        raise ValueError(f"decimation must be positive, got {decimation}")
+    backend.model, backend.num_envs, backend.decimation = model, num_envs, decimation
+    backend.sim_dt = float(model.opt.timestep)
+    backend.device = device
+    layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
+    backend.num_joints, backend.num_feet = layout.num_joints, layout.num_feet
+    return layout
 
 
 #: The model fields each randomized parameter (``tasks.g1_walk.randomization.PHYSICS_PARAMS``) is

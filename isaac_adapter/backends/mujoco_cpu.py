@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import ModelParams, RobotArrays, robot_layout
+from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
 
 try:
     import mujoco.batch
@@ -59,28 +59,12 @@ class MujocoCpuBackend:
     """
 
     def __init__(
-        self,
-        model: mujoco.MjModel,
-        num_envs: int,
-        decimation: int,
-        *,
-        root_body: str,
-        foot_bodies: Sequence[str],
-        foot_contact_sensors: Sequence[str],
-        foot_vel_sensors: Sequence[str],
-        nthread: int = 0,
+        self, model: mujoco.MjModel, num_envs: int, decimation: int, *, root_body: str, foot_bodies: Sequence[str],
+        foot_contact_sensors: Sequence[str], foot_vel_sensors: Sequence[str], nthread: int = 0,
     ) -> None:
-        if decimation <= 0:
-            raise ValueError(f"decimation must be positive, got {decimation}")
-        self.model = model
-        self.num_envs = num_envs
-        self.decimation = decimation
-        self.sim_dt = float(model.opt.timestep)
-        self.device = torch.device("cpu")
-
-        layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
-        self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
-
+        layout = init_backend(self, model, num_envs, decimation, torch.device("cpu"),
+                              root_body=root_body, foot_bodies=foot_bodies,
+                              foot_contact_sensors=foot_contact_sensors, foot_vel_sensors=foot_vel_sensors)
         self._batch = mujoco.batch.Batch(model, num_envs, nthread)
         self.nthread = self._batch.nthread
         # live views: state rows (writable) and derived outputs (refreshed after every call)

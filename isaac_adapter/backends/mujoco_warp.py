@@ -45,7 +45,7 @@ import torch
 import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
-from isaac_adapter.backends.layout import ModelParams, RobotArrays, robot_layout
+from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
@@ -224,22 +224,15 @@ class MujocoWarpBackend:
         convex_box_box: bool = False,
         randomized: Sequence[str] = (),
     ) -> None:
-        if decimation <= 0:
-            raise ValueError(f"decimation must be positive, got {decimation}")
-        self.model = model
-        self.num_envs = num_envs
-        self.decimation = decimation
-        self.sim_dt = float(model.opt.timestep)
-        self.device = torch.device(device)
+        layout = init_backend(self, model, num_envs, decimation, torch.device(device),
+                              root_body=root_body, foot_bodies=foot_bodies,
+                              foot_contact_sensors=foot_contact_sensors, foot_vel_sensors=foot_vel_sensors)
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._wp_device = wp.get_device(str(self.device))
         self.check_every = check_every
         self.fatal_overflow = int(fatal_overflow)
         self.sensors_every_substep = bool(sensors_every_substep)
-
-        layout = robot_layout(model, root_body, foot_bodies, foot_contact_sensors, foot_vel_sensors)
-        self.num_joints, self.num_feet = layout.num_joints, layout.num_feet
 
         # -- model and data on the device --------------------------------------------------------
         max_contacts, max_rows = self.capacity = contact_capacity(model)

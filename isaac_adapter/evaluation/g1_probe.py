@@ -26,8 +26,7 @@ from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 if TYPE_CHECKING:
     from ppo_bootstrap.env import VecEnv
 
-    from isaac_adapter.backends.base import PhysicsState
-    from isaac_adapter.tasks.g1_walk.task import G1WalkTask
+    from isaac_adapter.tasks.g1_walk.task import G1WalkTask, PhysicsState  # the task's view of its robot
 
 
 LEG_JOINT_KEYS = ("hip", "knee", "ankle")  # the 12 leg joints of the G1 (6 per leg); waist and arms are not legs

@@ -41,10 +41,13 @@ trained with.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import torch
 
+from ppo_bootstrap.env import VecEnv
 from ppo_bootstrap.progress import Progress
 
 from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy
@@ -306,12 +309,15 @@ def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: 
 
 
 def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,
-                    progress: Progress = False, physics: dict | None = None) -> GateResult:
-    """Judge the G1-Walk checkpoint at ``path`` on CPU MuJoCo (:func:`gate_task_config`)."""
+                    progress: Progress = False, physics: dict | None = None,
+                    make_env: Callable[[Any], VecEnv] | None = None) -> GateResult:
+    """Judge the G1-Walk checkpoint at ``path`` (:func:`gate_task_config`) in the env ``make_env``
+    builds from that task config; by default the task's own ``G1WalkEnv`` (CPU MuJoCo)."""
     from isaac_adapter.evaluation.evaluator import ActorCriticPolicy
-    from isaac_adapter.tasks.g1_walk import G1WalkEnv
 
+    if make_env is None:
+        from isaac_adapter.tasks.g1_walk import G1WalkEnv as make_env  # the task builds its simulator, not this module
     cfg = cfg or GateConfig()
-    env = G1WalkEnv(gate_task_config(path, cfg, physics_threads, physics))
+    env = make_env(gate_task_config(path, cfg, physics_threads, physics))
     policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
     return run_gate(G1WalkProbe(env), policy, cfg, progress)

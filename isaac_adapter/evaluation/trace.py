@@ -54,38 +54,27 @@ class StepSample:
     joint_vel: torch.Tensor | None = None
 
 
-@dataclass
-class RolloutTrace:
-    """A whole evaluation rollout: ``T`` policy steps of ``N`` envs, each field ``[T, N, ...]``.
+@dataclass(kw_only=True)
+class RolloutTrace(StepSample):
+    """A whole evaluation rollout: ``T`` policy steps of ``N`` envs, each field ``[T, N, ...]``: the
+    :class:`StepSample` fields (``root_pos_w`` ... ``env_cause``, optional ``action`` / ``joint_vel``)
+    stacked over steps, and what the rollout adds.
 
     Attributes:
         dt: policy step (s); step ``t`` ends at time ``(t + 1) * dt``.
         start_pos_w: ``[N, 3]`` root position right after the initial reset.
-        root_pos_w, tilt_xy, lin_vel_b, ang_vel_b, foot_contact, torque, command, env_cause:
-            :class:`StepSample` fields stacked over steps.
         reward: ``[T, N]``.
         terminated, truncated: ``[T, N]`` bool, as the env reported them.
         horizon_steps: the horizon the rollout was asked for; ``T`` may be smaller when the
             evaluator stopped early because every env had already ended once.
-        action, joint_vel: optional ``[T, N, A]`` / ``[T, N, J]`` (None unless the probe records them).
     """
 
     dt: float
     start_pos_w: torch.Tensor
-    root_pos_w: torch.Tensor
-    tilt_xy: torch.Tensor
-    lin_vel_b: torch.Tensor
-    ang_vel_b: torch.Tensor
-    foot_contact: torch.Tensor
-    torque: torch.Tensor
-    command: torch.Tensor
-    env_cause: torch.Tensor
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
     horizon_steps: int
-    action: torch.Tensor | None = None
-    joint_vel: torch.Tensor | None = None
 
     @property
     def num_steps(self) -> int:

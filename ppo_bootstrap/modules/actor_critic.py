@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from ppo_bootstrap.episode import State
+from ppo_bootstrap.episode import State, reset_memory
 from ppo_bootstrap.modules.normalizer import EmpiricalNormalization, MomentsReduce
 
 
@@ -82,7 +82,7 @@ class Memory(nn.Module):
         """
         outputs = []
         for t in range(x.shape[0]):
-            state = state * (~starts[t]).to(state.dtype).view(1, -1, 1)
+            state = reset_memory(state, starts[t])  # the episode rule: memory restarts at an episode's first step
             out, state = self(x[t], state)
             outputs.append(out)
         return torch.stack(outputs)
