@@ -45,7 +45,7 @@ PHASES = (
     ("physics", "sim.step + scene.write/update (Newton / MuJoCo-Warp)"),
     ("_get_dones", "robot state read + fall rules (task)"),
     ("_get_rewards", "reward terms (task)"),
-    ("_reset_envs_from_buffer", "reset_buf.nonzero (Isaac Lab)"),
+    ("_reset_envs_from_buffer", "Isaac Lab's reset hook (reset_buf.nonzero on the id path)"),
     ("final_obs", "observations before the reset (compute_final_obs)"),
     ("_reset_idx", "selective reset (scene + task)"),
     ("_compute_observations", "observations after the step (task)"),
