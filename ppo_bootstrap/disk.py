@@ -137,13 +137,13 @@ class RunLog:
     Args:
         log_dir: the run folder.
         last_checkpoint: the newest checkpoint this process wrote (named when the run must stop).
-        tag: the TensorBoard tag of a ``metrics.jsonl`` key.
+        tags: the TensorBoard tags a ``metrics.jsonl`` key is written under.
     """
 
     def __init__(self, log_dir: str | os.PathLike, last_checkpoint: Callable[[], Path | None] = lambda: None,
-                 tag: Callable[[str], str] = str) -> None:
+                 tags: Callable[[str], tuple[str, ...]] = lambda key: (key,)) -> None:
         self.log_dir = Path(log_dir)
-        self._tag = tag
+        self._tags = tags
         self.metrics_path = self.log_dir / METRICS
         try:  # made here, once: a folder that vanishes later is reported, not quietly made again
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,8 @@ class RunLog:
                 self._tensorboard = SummaryWriter(log_dir=str(self.log_dir))
                 _write_in_this_thread(self._tensorboard)
             for key, value in stats.items():
-                self._tensorboard.add_scalar(self._tag(key), value, iteration)
+                for tag in self._tags(key):
+                    self._tensorboard.add_scalar(tag, value, iteration)
             self._tensorboard.flush()
         except OSError as err:
             self._tensorboard_off = True

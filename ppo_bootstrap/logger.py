@@ -46,6 +46,13 @@ TENSORBOARD_TAGS: dict[str, str] = {
     "episodes/mean_length_100": "Train/mean_episode_length",
 }
 """``metrics.jsonl`` key -> the TensorBoard tag rsl_rl (rsl-rl-lib 5.5) gives the same scalar."""
+OLDER_TENSORBOARD_TAGS: dict[str, str] = {
+    "loss/value": "Loss/value_function",
+    "policy/mean_action_std": "Policy/mean_noise_std",
+    "perf/collection_s": "Perf/collection time",
+}
+"""The same scalars under rsl-rl-lib 2.x-3.x's tags (Isaac Lab 2's runs), written too so that either
+kind of run lies beside ours in TensorBoard."""
 ENV_LOG_PREFIX = "env/"
 
 
@@ -58,6 +65,12 @@ def tensorboard_tag(key: str) -> str:
         name = key.removeprefix(ENV_LOG_PREFIX)
         return name if "/" in name else f"Episode/{name}"
     return key
+
+
+def tensorboard_tags(key: str) -> tuple[str, ...]:
+    """Every tag a statistic is written under: :func:`tensorboard_tag`, and rsl_rl's older one where it differs."""
+    older = OLDER_TENSORBOARD_TAGS.get(key)
+    return (tensorboard_tag(key),) if older is None else (tensorboard_tag(key), older)
 
 
 def console_mode(value: ConsoleMode | bool | str) -> ConsoleMode:
@@ -189,7 +202,7 @@ class Logger:
         if self.rank != 0:
             return
         if self.log_dir:  # metrics.jsonl and TensorBoard; a full disk warns once (ppo_bootstrap.disk)
-            self._writer = self._writer or disk.RunLog(self.log_dir, self._last_checkpoint, tensorboard_tag)
+            self._writer = self._writer or disk.RunLog(self.log_dir, self._last_checkpoint, tensorboard_tags)
             self._writer.write(iteration, total_steps, stats)
         if self.console != "off":
             block = format_progress if self.console == "full" else format_compact

@@ -51,6 +51,10 @@ def test_tensorboard_has_rsl_rl_tags_and_metrics_jsonl_keeps_its_keys(tmp_path):
         assert scalar("Perf/total_fps", step) == pytest.approx(row["perf/steps_per_s"])
         assert scalar("Perf/collection_time", step) == pytest.approx(row["perf/collection_s"])
         assert scalar("Policy/mean_std", step) == pytest.approx(row["policy/mean_action_std"])
+        # rsl-rl-lib 2.x-3.x's spellings of the same three scalars, for runs of Isaac Lab 2
+        assert scalar("Loss/value_function", step) == pytest.approx(row["loss/value"])
+        assert scalar("Policy/mean_noise_std", step) == pytest.approx(row["policy/mean_action_std"])
+        assert scalar("Perf/collection time", step) == pytest.approx(row["perf/collection_s"])
         assert scalar("Loss/learning_rate", step) == pytest.approx(row["policy/learning_rate"])
         assert scalar("Train/mean_episode_length", step) == pytest.approx(5.0)  # every episode runs to the limit
         # the env logs the same value at every step: its mean per step is that value
