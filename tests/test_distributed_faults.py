@@ -75,7 +75,8 @@ def test_ranks_with_different_env_counts_are_refused_before_training(tmp_path):
     assert code != 0
     expected = ("error: ranks were started with different setups: num_envs is 8 on rank 0, 16 on rank 1. Every "
                 "rank needs the same env count and task/agent config")
-    assert our_lines(out) == [expected, expected], out
+    # each rank says it once; the two ranks share one stderr pipe, so their lines may interleave
+    assert out.count(expected) == 2 and out.count("error: ") == 2, out
     assert not list(run.glob("model_*.pt"))
 
 

@@ -91,6 +91,7 @@ def test_non_finite_warp_state_is_reset_at_the_step_with_its_own_cause(warp_env)
 
 
 def test_constraint_overflow_names_the_setting_the_step_and_the_rows_needed() -> None:
+    pytest.importorskip("mujoco_warp")
     from isaac_adapter.backends.mujoco_warp import SimulationHealthError
     from isaac_adapter.tasks.g1_walk.env import make_warp_backend
 

@@ -30,6 +30,7 @@ from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint, robust_ga
 from isaac_adapter.tasks.registry import UsageError
 
 
+@torch.no_grad()  # in-process callers (tests, other scripts) get their grad mode back
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a Runner checkpoint (model_<it>.pt) of a G1-Walk task")
@@ -44,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not Path(args.checkpoint).is_file():
         raise SystemExit(f"error: {args.checkpoint}: no such checkpoint")
-    torch.set_grad_enabled(False)
     torch.set_num_threads(1)
 
     if args.starts < 1 or args.horizon_s <= 0:

@@ -340,6 +340,7 @@ def _markdown(headers: list[str], body: list[list[str]]) -> str:
     return "\n".join([line(headers), sep, *(line(c) for c in body)])
 
 
+@torch.no_grad()  # in-process callers (tests, other scripts) get their grad mode back
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default=CHECKPOINT, help="a G1-Walk Runner checkpoint")
@@ -362,7 +363,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write every row here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    torch.set_grad_enabled(False)
     start = time.perf_counter()
 
     from isaac_adapter.evaluation.gate import GateConfig
