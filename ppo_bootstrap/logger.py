@@ -276,8 +276,14 @@ def format_compact(iteration: int, final_iteration: int, total_steps: int, stats
         ("mean action noise std", f"{stats['policy/mean_action_std']:.3f}" if "policy/mean_action_std" in stats else "-"),
     ]
     if "episodes/mean_return_100" in stats:
-        rows += [("mean reward (last 100 episodes)", f"{stats['episodes/mean_return_100']:.3f}"),
-                 ("mean episode length", f"{stats['episodes/mean_length_100']:.1f} steps")]
+        # per step too: where most terms are penalties, a longer episode sums to a lower return
+        # while every step of it got better (the G1 learning to stay up)
+        ret, length = stats["episodes/mean_return_100"], stats["episodes/mean_length_100"]
+        per_step = f" ({ret / length:.4f} per step)" if length else ""
+        rows += [("mean reward (last 100 episodes)", f"{ret:.3f}{per_step}"),
+                 ("mean episode length", f"{length:.1f} steps")]
+    if "policy/kl" in stats:
+        rows.append(("kl / learning rate", f"{stats['policy/kl']:.4f} / {stats['policy/learning_rate']:.2e}"))
     rows += [("episodes ended", _ends(stats)),
              ("timeout bootstrap gamma*V(s_final)", f"{stats['timeout_bootstrap/mean']:.3f}")]
     env = [(k.removeprefix(ENV_LOG_PREFIX), v) for k, v in stats.items() if k.startswith(ENV_LOG_PREFIX)]

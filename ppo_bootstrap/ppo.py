@@ -34,6 +34,12 @@ class PPOConfig:
     schedule: Literal["adaptive", "fixed"] = "adaptive"
     """``adaptive``: scale the learning rate by 1.5 to keep the KL near ``desired_kl``."""
     desired_kl: float = 0.01
+    adaptive_every: Literal["mini_batch", "update"] = "mini_batch"
+    """When the ``adaptive`` schedule decides. ``mini_batch`` (rsl_rl's): after every mini-batch, on
+    the KL of the update so far, which starts at 0 and grows over the epochs, so the rate rises
+    over the first mini-batches and falls over the last ones of every update, and the rate logged
+    (the last) is the trough of that saw. ``update``: once per update, on the mean KL of its last
+    epoch (the whole update's move), as the adaptive-KL rule of the PPO paper adapts its penalty."""
     min_learning_rate: float = 1e-5
     max_learning_rate: float = 1e-2
     normalize_advantage: bool = True
@@ -64,6 +70,8 @@ class PPOConfig:
             raise ValueError(f"timeout_bootstrap must be 'exact', 'state_value' or 'none', got {self.timeout_bootstrap!r}")
         if self.schedule not in ("adaptive", "fixed"):
             raise ValueError(f"schedule must be 'adaptive' or 'fixed', got {self.schedule!r}")
+        if self.adaptive_every not in ("mini_batch", "update"):
+            raise ValueError(f"adaptive_every must be 'mini_batch' or 'update', got {self.adaptive_every!r}")
         for name in ("num_learning_epochs", "num_mini_batches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -237,7 +245,10 @@ class PPO:
             for _ in range(cfg.num_learning_epochs):
                 for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
                     losses.append(self._step(batch, states, starts))
-        value, surrogate, entropy, kl, symmetry = torch.stack(losses).mean(0).tolist()
+        losses = torch.stack(losses)
+        if cfg.schedule == "adaptive" and cfg.adaptive_every == "update":
+            self._adapt_learning_rate(losses[-cfg.num_mini_batches :, 3].mean())  # the last epoch's KL, on device
+        value, surrogate, entropy, kl, symmetry = losses.mean(0).tolist()
         stats = {
             "loss/value": value,
             "loss/surrogate": surrogate,
@@ -332,7 +343,7 @@ class PPO:
         loss, terms = self.loss(batch, states, starts)
         kl = terms["kl"]
         distributed.all_reduce_mean_(kl)  # one learning-rate decision for all ranks
-        if cfg.schedule == "adaptive":
+        if cfg.schedule == "adaptive" and cfg.adaptive_every == "mini_batch":
             self._adapt_learning_rate(kl)
 
         self.optimizer.zero_grad(set_to_none=True)
@@ -383,8 +394,9 @@ class PPO:
         Adam's first steps move every weight by about the learning rate whatever the gradient's
         size (its moments start at zero), which throws a trained, low-noise policy far off: from
         the shipped G1 policy at 1e-3 the first iteration's KL was 409 and the tracking error went
-        from 0.05 to 0.37 m/s. Starting low, the schedule grows the rate 1.5x per mini-batch while
-        the KL stays under half its target, so it finds its level within about one iteration.
+        from 0.05 to 0.37 m/s. Starting low, the schedule grows the rate 1.5x per mini-batch (per
+        update with ``adaptive_every="update"``) while the KL stays under half its target, so it
+        finds its level within about one iteration (a dozen).
         """
         self._graph = None  # the captured step holds the old state tensors
         self.optimizer.state.clear()

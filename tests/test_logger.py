@@ -85,7 +85,8 @@ def test_compact_block_is_rsl_rl_sized_and_ends_with_the_eta():
     text = " ".join(block.split())
     assert "steps per second: 12,345 (collection 0.50 s, learning 0.25 s)" in text
     assert "value / surrogate loss: 0.1250 / -0.0100" in text and "mean action noise std: 0.750" in text
-    assert "mean reward (last 100 episodes): 4.500" in text and "mean episode length: 90.0 steps" in text
+    assert "mean reward (last 100 episodes): 4.500 (0.0500 per step)" in text  # 4.5 over 90 steps
+    assert "mean episode length: 90.0 steps" in text and "kl / learning rate: 0.0100 / 1.00e-03" in text
     assert "episodes ended: 10: 4 falls, 6 timeouts" in text
     # falls by cause first, then the env's order; the rest is one console setting away
     assert "Episode_Termination/base_contact: 0.2500 Episode_Reward/term_0: 0.0000" in text
