@@ -53,7 +53,7 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["--task", "G1-Walk-Clock-Fast-v1", "--num-steps-per-env", "0"],
      "--num-steps-per-env 0: a PPO iteration needs at least 1 env step per env (the G1 recipes use 12 or 24)"),
     (["--cuda-graph-step", "--sim", "mujoco"],
-     "--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; this run is G1-Walk-Clock-v0 on --sim mujoco on cpu"),
+     "--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; this run is G1-Walk-Clock-CPU-v0 on --sim mujoco on cpu"),
 ])
 def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
@@ -80,16 +80,17 @@ def test_damaged_checkpoint_is_one_line_naming_the_file(tmp_path, monkeypatch):
 def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     common = ["--num_envs", "4", "--num-steps-per-env", "8", "--log_root", str(tmp_path), "--experiment_name", "demo"]
     runner = g1_walk.main([*common, "--max_iterations", "2", "--run_name", "first"])
+    default = registry.default_task()  # no --task: the CPU recipe here
     run = next((tmp_path / "demo").iterdir())
     assert run.name.endswith("_first") and runner.iteration == 2
     env_params = yaml.safe_load((run / "params" / "env.yaml").read_text())
-    assert env_params["task"] == "G1-Walk-Clock-v0" and env_params["num_envs"] == 4 and env_params["sim"] == "mujoco"
+    assert env_params["task"] == default and env_params["num_envs"] == 4 and env_params["sim"] == "mujoco"
     assert yaml.safe_load((run / "params" / "agent.yaml").read_text())["num_steps_per_env"] == 8
     assert (run / "git" / "state.txt").read_text().startswith("commit ")
     assert {p.name for p in (run / "exported").iterdir()} == {"policy.onnx", "policy.pt", "policy.json", "deploy.yaml"}
-    assert yaml.safe_load((run / "exported" / "deploy.yaml").read_text())["task"] == "G1-Walk-Clock-v0"
+    assert yaml.safe_load((run / "exported" / "deploy.yaml").read_text())["task"] == default
     saved = checkpoint.read(run / "model_2.pt")
-    assert saved["task"]["id"] == "G1-Walk-Clock-v0" and saved["task"]["env"]["gait_period_s"] == pytest.approx(0.8)
+    assert saved["task"]["id"] == default and saved["task"]["env"]["gait_period_s"] == pytest.approx(0.8)
     out = capsys.readouterr().out
     assert "expect:" in out and "evaluation (5 s" in out and f"wrote: {run / 'params'}" in out
 
@@ -100,7 +101,7 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
     checkpoint.save_atomic(saved, run / "model_2.pt")
     resumed = g1_walk.main([*common, "--resume", "--max_iterations", "1", "env.rewards.joint_vel=-0.003"])  # no --task: the checkpoint's
     assert f"resumed from {run / 'model_2.pt'} at iteration 2" in capsys.readouterr().out
-    assert resumed.iteration == 3 and resumed.metadata["id"] == "G1-Walk-Clock-v0"
+    assert resumed.iteration == 3 and resumed.metadata["id"] == default
     task = resumed.env.task_cfg
     assert task.lin_vel_y_range == (-0.3, 0.3) and task.rel_standing_envs == 0.0 and task.rewards.action_rate == -0.02
     assert task.num_envs == 4 and task.gait_period_s == pytest.approx(0.8) and task.rewards.joint_vel == -0.003
@@ -110,8 +111,8 @@ def test_train_writes_a_run_folder_and_resume_continues_it(tmp_path, capsys):
 
 
 def test_overrides_reach_the_task_and_the_learner_and_are_recorded(tmp_path):
-    runner = g1_walk.main(["--num_envs", "4", "--num-steps-per-env", "8", "--max_iterations", "1", "--log-dir", str(tmp_path),
-                           "env.rewards.action_rate=-0.05", "env.lin_vel_y_range=[-0.4, 0.4]",
+    runner = g1_walk.main(["--task", "G1-Walk-Clock-v0", "--num_envs", "4", "--num-steps-per-env", "8", "--max_iterations",
+                           "1", "--log-dir", str(tmp_path), "env.rewards.action_rate=-0.05", "env.lin_vel_y_range=[-0.4, 0.4]",
                            "agent.ppo.learning_rate=3e-4", "agent.ppo.num_mini_batches=2", "agent.policy.actor_hidden=[64, 32]"])
     task = runner.env.task_cfg
     assert task.rewards.action_rate == -0.05 and task.lin_vel_y_range == (-0.4, 0.4)
@@ -143,6 +144,31 @@ def test_a_task_brings_its_agent_settings_and_the_command_line_wins(tmp_path):
     ramps = yaml.safe_load((tmp_path / "v2" / "params" / "env.yaml").read_text())["reward_ramps"]
     assert [r["weight"] for r in ramps] == [-0.15, -0.4]
     assert checkpoint.read(tmp_path / "v2" / "model_1.pt")["task"]["id"] == "G1-Walk-Clock-Fast-v2"
+
+
+def test_the_cpu_recipe_is_the_default_off_a_gpu_and_brings_its_sizes(tmp_path):
+    """No --task on a CPU-only machine (as here): the CPU recipe, with its agent settings, networks,
+    mirror loss and env and iteration counts unless the command line gives its own (it wins);
+    overrides may stand anywhere among the flags, as Isaac Lab's Hydra ones do."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the default off a GPU")
+    runner = g1_walk.main(["agent.ppo.num_learning_epochs=1", "--num_envs", "4", "--max_iterations", "1",
+                           "env.episode_length_s=4", "--log-dir", str(tmp_path / "cpu")])
+    assert runner.metadata["id"] == "G1-Walk-Clock-CPU-v0"
+    ppo, policy = runner.cfg.ppo, runner.cfg.policy
+    assert runner.cfg.num_steps_per_env == 12 and ppo.desired_kl == 0.02 and ppo.adaptive_every == "update"
+    assert tuple(policy.actor_hidden) == tuple(policy.critic_hidden) == (256, 128, 64)
+    assert ppo.symmetry_loss_coef == 1.0 and not ppo.symmetry_augmentation  # --symmetry loss, the task's
+    assert ppo.num_learning_epochs == 1 and runner.env.task_cfg.episode_length_s == 4  # both overrides applied
+    assert runner.env.task_cfg.rewards.gait_contact == pytest.approx(0.36)
+    assert runner.env.num_envs == 4 and runner.iteration == 1  # the flags win over the task's 1,024 and 1,000
+    spec = registry.get_task("G1-Walk-Clock-CPU-v0")
+    assert (spec.num_envs, spec.max_iterations, spec.symmetry) == (1024, 1000, "loss")
+    off = g1_walk.main(["--task", "G1-Walk-Clock-CPU-v0", "--symmetry", "off", "--num_envs", "4", "--max_iterations",
+                        "1", "--log-dir", str(tmp_path / "off")])
+    assert not off.cfg.ppo.uses_symmetry  # the command line's --symmetry wins over the task's
 
 
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):

@@ -142,3 +142,30 @@ def test_the_shipped_gate_checkpoints_pass_the_gate(name: str, action_change: fl
     assert values["falls (battery, all starts)"] <= 1
     assert values["leg action change RMS (units)"] == pytest.approx(action_change, abs=2e-3)
     assert values["roll/pitch rate RMS (rad/s)"] == pytest.approx(roll_pitch, abs=2e-3)
+
+
+def test_the_gait_acceptance_as_gate_lines_is_the_evaluators_verdict() -> None:
+    """``acceptance_checkpoint`` (time_to_walk.py --judge acceptance): the same rollout judged by the
+    evaluator's policy verdict and by the lines, which state each criterion against its threshold."""
+    from isaac_adapter.evaluation import EvalConfig, Evaluator
+    from isaac_adapter.evaluation.gait import GaitThresholds, walking_means
+    from isaac_adapter.evaluation.gate import acceptance_checkpoint, acceptance_lines
+
+    result = acceptance_checkpoint(CHECKPOINT, num_envs=4, seed=0, physics_threads=1)
+    assert result.passed  # the shipped gait-clock policy walks at 0.5 m/s
+    assert [line.name for line in result.lines] == ["falls (all envs)", "mean air time (s)", "double support ratio",
+                                                    "step frequency low (Hz)", "step frequency high (Hz)",
+                                                    "tracking error (m/s)"]
+    t = GaitThresholds()
+    assert [line.threshold for line in result.lines] == [0.0, t.min_mean_air_time_s, t.max_double_support_ratio,
+                                                         *t.step_frequency_hz, t.max_velocity_tracking_error]
+    # the same rollout by hand: one env at the acceptance command, the evaluator's verdict and means
+    env = G1WalkEnv(gate_task_config(CHECKPOINT, GateConfig(starts=2, battery=()), physics_threads=1))
+    policy = ActorCriticPolicy.from_checkpoint(CHECKPOINT, env.reset(), env.num_actions)
+    report = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=1.0, seed=0, commands=(0.5, 0.0, 0.0))).evaluate(policy)
+    lines = acceptance_lines(report)
+    means = walking_means(report.gait, t)
+    assert lines.lines[1].value == pytest.approx(float(means.mean_air_time_s[0]))
+    assert lines.lines[5].value == pytest.approx(float(means.velocity_tracking_error[0]))
+    assert lines.passed == report.verdict()["accepted"]
+    assert "gait acceptance: 2 noisy starts x 1 s at (0.5, 0.0, 0.0)" in lines.format()

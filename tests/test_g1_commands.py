@@ -111,7 +111,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 def test_presets_and_the_smooth_gait_weights() -> None:
     assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast", "clock_fast_v1",
-                            "clock_fast_v2", "robust"}
+                            "clock_fast_v2", "robust", "clock_cpu"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -139,10 +139,15 @@ def test_registry_ids_and_presets() -> None:
     assert registry.get_task("G1-Walk-Robust-v0").config_preset == "robust"
     fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2", "G1-Walk-Robust-v0"}
     assert all(spec.agent == registry.FAST_AGENT for spec in registry.TASKS.values() if spec.id in fast)
-    assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast)
+    assert registry.get_task("G1-Walk-Clock-CPU-v0").agent == registry.CPU_AGENT
+    assert set(registry.FAST_AGENT) < set(registry.CPU_AGENT)
+    assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast | {"G1-Walk-Clock-CPU-v0"})
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
     assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
+    # a run without --task: the CPU recipe where the physics runs on the CPU
+    assert registry.default_task("mujoco", "auto") == registry.default_task("auto", "cpu") == "G1-Walk-Clock-CPU-v0"
+    assert registry.default_task("warp", "cuda") == registry.default_task("auto", "cuda") == "G1-Walk-Clock-v0"
 
 
 def test_clock_ramp_preset_is_what_the_first_time_to_walk_runs_trained_with() -> None:

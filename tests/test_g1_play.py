@@ -114,3 +114,37 @@ def test_save_video_mp4_of_odd_sized_frames_and_its_missing_encoder(tmp_path, mo
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
     with pytest.raises(ImportError, match=r"pip install imageio-ffmpeg, or use a \.gif path"):
         video_format(tmp_path / "other.MP4")
+
+
+def _trained(tmp_path):
+    from isaac_adapter.app import cli
+
+    runner = cli.main(["--task", "G1-Walk-Clock-v0", "--num_envs", "2", "--num-steps-per-env", "4", "--max_iterations",
+                       "1", "--log-dir", str(tmp_path / "run"), "--video_length", "0.2", "--size", "64x48"])
+    return runner, cli.parse_args(["--video_length", "0.2", "--size", "64x48"])
+
+
+def test_training_ends_without_a_clip_of_a_policy_that_does_not_walk(tmp_path, capsys):
+    from isaac_adapter.app.train import closing_clip
+
+    runner, args = _trained(tmp_path)
+    out = capsys.readouterr().out
+    assert "no clip: the policy does not walk yet (to watch it anyway: python examples/g1_walk.py --play " in out
+    assert closing_clip(runner, args, tmp_path / "run", accepted=False) == []
+    assert not (tmp_path / "run" / "videos").exists()
+
+
+@pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
+def test_training_ends_with_a_clip_of_a_policy_that_walks(tmp_path):
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
+        "from tests.test_g1_play import _trained\n"
+        "from isaac_adapter.app.train import closing_clip\n"
+        "runner, args = _trained(Path(sys.argv[1]))\n"
+        "print('CLIP', *closing_clip(runner, args, Path(sys.argv[1]) / 'run', accepted=True))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path), ROOT], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, MUJOCO_GL="egl"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    clip = tmp_path / "run" / "videos" / "final.gif"
+    assert f"CLIP {clip}" in done.stdout and clip.stat().st_size > 0

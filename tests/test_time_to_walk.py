@@ -389,7 +389,8 @@ def test_short_cpu_run_judges_every_checkpoint(tmp_path: Path) -> None:
     out_dir = tmp_path / "ttw"
     out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--seeds", "0", "--modes", "exact",
                      "--budget-s", "15", "--save-interval", "10", "--judge-workers", "1", "--judge-threads", "1",
-                     "--warmup-iterations", "2", "--out", str(out_dir), "--", "--torch-threads", "1")
+                     "--warmup-iterations", "2", "--out", str(out_dir), "--", "--task", "G1-Walk-Clock-v0",
+                     "--torch-threads", "1")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     results = json.loads((out_dir / "time_to_walk.json").read_text())
     assert {"command", "machine", "settings", "runs", "summary"} <= set(results)
@@ -481,3 +482,14 @@ def test_judges_run_below_the_trainers_priority() -> None:
         assert plain.pool.submit(os.nice, 0).result(timeout=120) == base
     finally:
         plain.close()
+
+
+def test_judge_acceptance_judges_the_closing_gait_acceptance() -> None:
+    """--judge acceptance: the checkpoint passes when training's closing gait acceptance does."""
+    shipped = str(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_clock_it1296.pt")
+    a = ttw.parse_args(["--judge", "acceptance", "--acceptance-envs", "2"])[0]
+    settings = ttw.gate_settings(a)
+    assert settings == {"judge": "acceptance", "starts": 2, "seed": 0}
+    row = ttw.judge_checkpoint(shipped, settings, threads=1)
+    assert row["passed"] and row["iteration"] == 1296 and "error" not in row
+    assert [line["name"] for line in row["lines"]][0] == "falls (all envs)" and row["lines"][0]["value"] == 0

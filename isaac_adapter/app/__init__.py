@@ -21,9 +21,10 @@ STARTED = time.perf_counter()  # before the heavy imports: the trainer's startup
 
 
 def headless_rendering(argv: list[str]) -> None:
-    """Pick EGL for MuJoCo's offscreen rendering when ``argv`` renders (play, ``--play``, ``--replay``,
-    ``--video``): MuJoCo reads ``MUJOCO_GL`` when it is first imported, so the entry points call this
-    before importing anything else."""
-    renders = ("--play", "--replay", "--video")
-    if argv[:1] == ["play"] or any(a in renders or a.startswith(tuple(f"{r}=" for r in renders)) for a in argv):
-        os.environ.setdefault("MUJOCO_GL", "egl")
+    """Pick EGL for MuJoCo's offscreen rendering when ``argv`` may render (play, ``--play``,
+    ``--replay``, ``--video``, and training, which ends with a clip of a policy that walks): MuJoCo
+    reads ``MUJOCO_GL`` when it is first imported, so the entry points call this before importing
+    anything else."""
+    if argv[:1] in (["eval"], ["list"]) or "--eval" in argv or any(a.startswith("--eval=") for a in argv):
+        return
+    os.environ.setdefault("MUJOCO_GL", "egl")

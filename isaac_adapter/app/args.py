@@ -59,12 +59,13 @@ class Args:
     subcommand, the checkpoint), as the help of each says."""
 
     # -- the run: everyone's ------------------------------------------------------------------
-    task: str | None = arg(None, f"a registered task (default {registry.DEFAULT_TASK}; with a checkpoint: the "
+    task: str | None = arg(None, f"a registered task (default {registry.DEFAULT_TASK} on a GPU, "
+                           f"{registry.DEFAULT_CPU_TASK} on the CPU; with a checkpoint: the "
                            f"checkpoint's). Registered: {', '.join(registry.TASKS)}")
     sim: str = arg("auto", "physics: auto (train: MuJoCo Warp on a GPU, else MuJoCo on the CPU; play and eval: "
                    "MuJoCo on the CPU), mujoco, warp, isaaclab, mjlab", aliases=("--backend",),
                    choices=("auto", *registry.SIMS))
-    num_envs: int | None = arg(None, f"envs per process (train: {CPU_ENVS} on CPU, {GPU_ENVS} on a GPU; eval: "
+    num_envs: int | None = arg(None, f"envs per process (train: the task's, else {CPU_ENVS} on CPU, {GPU_ENVS} on a GPU; eval: "
                                f"{EVAL_ENVS}; play: {PLAY_ENVS}, the clip shows env 0)", type=int)
     seed: int = arg(0, "seed of the envs and the learner (rank r of a distributed run: seed + r)", type=int)
     device: str = arg("auto", "auto, cpu or cuda (under torchrun rank r takes cuda:r)")
@@ -85,7 +86,8 @@ class Args:
     distributed: bool = arg(False, "data-parallel over the processes torchrun starts (torchrun --nproc-per-node N "
                             "... --distributed); a torchrun launch is distributed without it too", commands=(TRAIN,))
     # -- training ---------------------------------------------------------------------------------
-    max_iterations: int | None = arg(None, f"PPO iterations ({CPU_ITERATIONS} on CPU, {GPU_ITERATIONS} on a GPU)",
+    max_iterations: int | None = arg(None, f"PPO iterations (the task's, else {CPU_ITERATIONS} on CPU, {GPU_ITERATIONS} "
+                                     "on a GPU)",
                                      commands=(TRAIN,), aliases=("--iterations",), type=int)
     save_interval: int = arg(50, "a checkpoint every this many iterations (0: at the end only)", commands=(TRAIN,),
                              type=int)
@@ -93,9 +95,10 @@ class Args:
                                         commands=(TRAIN,), type=int)
     timeout_bootstrap: str = arg("exact", "value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, "
                                  "or none (a fall)", commands=(TRAIN,), choices=("exact", "state_value", "none"))
-    symmetry: str = arg("off", "left-right mirror symmetry: train on mirrored samples too (augment), add the mirror "
-                        "loss (loss), or both; needs an env with a 'symmetry' (the G1-Walk tasks)", commands=(TRAIN,),
-                        choices=("off", "augment", "loss", "both"))
+    symmetry: str | None = arg(None, "left-right mirror symmetry: train on mirrored samples too (augment), add the "
+                               "mirror loss (loss), or both; needs an env with a 'symmetry' (the G1-Walk tasks; "
+                               "default: the task's, off for most)", commands=(TRAIN,),
+                               choices=("off", "augment", "loss", "both"))
     symmetry_loss_coef: float | None = arg(None, "weight of the mirror loss with --symmetry loss or both (default "
                                            "1.0)", commands=(TRAIN,), type=float)
     torch_threads: int | None = arg(None, "CPU threads for torch (default: the Runner's choice)", commands=(TRAIN,),
@@ -235,7 +238,8 @@ def build_parser(command: str, description: str | None = None, prog: str | None 
 def parse(command: str, argv: list[str], description: str | None = None, prog: str | None = None) -> Args:
     """``argv`` read as ``command``'s flags and checked (:func:`validate`); raises :class:`UsageError`."""
     namespace = argparse.Namespace(spelled={})
-    build_parser(command, description, prog).parse_args(argv, namespace)
+    # intermixed: Hydra-style overrides may stand anywhere among the flags, as Isaac Lab's scripts take them
+    build_parser(command, description, prog).parse_intermixed_args(argv, namespace)
     values = vars(namespace)
     args = Args(**{k: v for k, v in values.items() if k in {f.name for f in dataclasses.fields(Args)}})
     args.argv = list(argv)
@@ -306,7 +310,7 @@ def validate(args: Args, command: str) -> None:
     _at_least(args, "env_rows", 0, "number of rows")
     _at_least(args, "replay_env", 0, "env index")
     _at_least(args, "symmetry_loss_coef", 0, "weight")
-    if args.symmetry_loss_coef is not None and args.symmetry not in ("loss", "both"):
+    if args.symmetry_loss_coef is not None and args.symmetry not in ("loss", "both", None):
         raise UsageError(f"{args.flag('symmetry_loss_coef')} needs --symmetry loss or both")
     if args.gait_clock:
         if args.task not in (None, "G1-Walk-Clock-v0"):

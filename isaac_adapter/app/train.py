@@ -67,7 +67,7 @@ def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: r
 
 def train(args: Args) -> Runner:
     task_id = args.task
-    experiment = args.experiment_name or (task_id or registry.DEFAULT_TASK)
+    experiment = args.experiment_name or (task_id or registry.default_task(args.sim, args.device))
     start = resume_path(args, experiment)
     ckpt = checkpoint.read(start) if start is not None else None  # read once, checked once
     recorded = None  # the checkpoint's task record, read where it is needed (once)
@@ -75,7 +75,7 @@ def train(args: Args) -> Runner:
         recorded = registry.checkpoint_task(ckpt, str(start))
         task_id = recorded[0].id
         experiment = args.experiment_name or task_id
-    spec = registry.get_task(task_id or registry.DEFAULT_TASK)
+    spec = registry.get_task(task_id or registry.default_task(args.sim, args.device))
     if ckpt is not None and spec.is_g1_walk and recorded is None:
         recorded = registry.checkpoint_task(ckpt, str(start))
     del ckpt
@@ -83,8 +83,11 @@ def train(args: Args) -> Runner:
     if env_overrides and not spec.is_g1_walk:
         raise UsageError(f"{env_overrides[0]}: {spec.id} takes its env configuration from its own simulator; "
                          "env.* overrides are for the G1-Walk tasks (agent.* overrides work for every task)")
-    if args.symmetry != "off" and not spec.is_g1_walk:
-        raise UsageError(f"--symmetry {args.symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
+    symmetry = args.symmetry or spec.symmetry
+    if symmetry != "off" and not spec.is_g1_walk:
+        raise UsageError(f"--symmetry {symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
+    if args.symmetry_loss_coef is not None and symmetry not in ("loss", "both"):
+        raise UsageError(f"{args.flag('symmetry_loss_coef')} needs --symmetry loss or both ({spec.id}: {symmetry})")
     sim, env_device = registry.resolve(spec, args.sim, args.device)
     envs.check_sim(sim)
     if args.video is not None:
@@ -99,8 +102,8 @@ def train(args: Args) -> Runner:
     if args.cuda_graph_step and not (spec.is_g1_walk and sim == "warp" and on_gpu):
         raise UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; "
                          f"this run is {spec.id} on --sim {sim} on {env_device}")
-    num_envs = args.num_envs or (GPU_ENVS if on_gpu else CPU_ENVS)
-    iterations = args.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
+    num_envs = args.num_envs or spec.num_envs or (GPU_ENVS if on_gpu else CPU_ENVS)
+    iterations = args.max_iterations or spec.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
     rank = distributed.rank()
     # a run folder another training writes is refused before the env is built (the Runner would refuse it later)
     lock = lock_run_dir(args.log_dir) if args.log_dir and rank == 0 else None
@@ -115,9 +118,9 @@ def train(args: Args) -> Runner:
         log_dir=None,
         seed=args.seed,
         validate_env_output=not args.no_validate,
-        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=args.symmetry in ("augment", "both"),
+        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=symmetry in ("augment", "both"),
                       symmetry_loss_coef=(1.0 if args.symmetry_loss_coef is None else args.symmetry_loss_coef)
-                      if args.symmetry in ("loss", "both") else 0.0),
+                      if symmetry in ("loss", "both") else 0.0),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
     task_cfg = None
@@ -172,7 +175,7 @@ def train(args: Args) -> Runner:
         else:
             runner.learn(iterations)
         if rank == 0:
-            finish(runner, spec, sim, env, Path(cfg.log_dir))
+            finish(runner, spec, sim, env, Path(cfg.log_dir), args)
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()
     return runner
@@ -186,13 +189,18 @@ def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: in
             return (f"expect: {samples / 1e6:.1f}M env steps teach the G1 to stay up longer, not to walk; the gait "
                     "acceptance took 30-50M env steps (4,096 envs on a GPU, about 5 min on an H200)")
         return f"expect: {samples / 1e6:.0f}M env steps; the gait acceptance took 30-50M env steps on MuJoCo Warp and Isaac Lab"
+    if spec.id == registry.DEFAULT_CPU_TASK:
+        return (f"expect: {samples / 1e6:.1f}M env steps; this recipe's runs on MuJoCo Warp passed the gait "
+                "acceptance at 10.4M (2 of 6 runs; BENCHMARKS.md, 'Time to walk on a 2-core CPU'). The ETA "
+                "below counts from the first iterations' pace")
     if spec.id == "G1-Walk-v0":
         return "expect: this recipe (no gait clock) learns to stand and shuffle, not to step; use G1-Walk-Clock-v0 to walk"
     return f"expect: {samples / 1e6:.1f}M env steps of {spec.id}; Isaac Lab trains its G1 tasks for 1,500 iterations"
 
 
-def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path) -> None:
-    """After training: export the policy, judge it on the training env, say what was written where."""
+def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path, args: Args | None = None) -> None:
+    """After training: export the policy, judge it on the training env, record a clip of a policy the
+    judgment accepts, say what was written where."""
     written = [runner.last_checkpoint] if runner.last_checkpoint else []  # this run's, not an older one in the folder
     exported = export(runner, env, spec, log_dir / "exported")
     if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
@@ -209,7 +217,26 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
         print(f"evaluation (5 s, forward 0.5 m/s, {env.num_envs} envs): falls {s['fall_rate']:.1%}, tracking error "
               f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
               + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
+        if args is not None and runner.last_checkpoint:
+            written += closing_clip(runner, args, log_dir, verdict["accepted"])
     print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
+
+
+def closing_clip(runner: Runner, args: Args, log_dir: Path, accepted: bool) -> list[Path]:
+    """A clip of the trained policy walking (``<run>/videos/final.gif``) when the evaluation accepted it;
+    otherwise, or where nothing can render, one line with the command that records one."""
+    play = f"python examples/g1_walk.py --play {runner.last_checkpoint} --video g1.gif"
+    if not accepted:
+        print(f"no clip: the policy does not walk yet (to watch it anyway: {play})")
+        return []
+    from isaac_adapter.app.play import training_clip
+
+    try:
+        return [training_clip(runner, args, log_dir / "videos" / "final.gif")]
+    except Exception as err:  # noqa: BLE001  (no OpenGL here: training's results stand without the clip)
+        print(f"no clip: rendering failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+              f"on a machine with OpenGL: {play}")
+        return []
 
 
 def export(runner: Runner, env, spec: registry.TaskSpec, directory: Path) -> list[Path]:

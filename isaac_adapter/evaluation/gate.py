@@ -50,7 +50,8 @@ import torch
 from ppo_bootstrap.env import VecEnv
 from ppo_bootstrap.progress import Progress
 
-from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy
+from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy, EvalReport
+from isaac_adapter.evaluation.gait import walking_means
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 from isaac_adapter.evaluation.judge import FALL, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
@@ -185,8 +186,12 @@ class GateResult:
     def format(self) -> str:
         """The gate table: line, measured value, threshold, PASS / FAIL; then the overall verdict."""
         cfg = self.config
-        out = [f"{cfg.name}: {len(cfg.battery)} commands x {cfg.starts} noisy starts x {cfg.horizon_s:g} s, "
-               f"seed {cfg.seed}; smoothness at {cfg.smoothness_command} ({cfg.starts} starts)"]
+        if cfg.battery:
+            out = [f"{cfg.name}: {len(cfg.battery)} commands x {cfg.starts} noisy starts x {cfg.horizon_s:g} s, "
+                   f"seed {cfg.seed}; smoothness at {cfg.smoothness_command} ({cfg.starts} starts)"]
+        else:  # the gait acceptance: one command
+            out = [f"{cfg.name}: {cfg.starts} noisy starts x {cfg.horizon_s:g} s at {cfg.smoothness_command}, "
+                   f"seed {cfg.seed}"]
         if cfg.randomization.enabled:
             out.append("randomization: " + describe_randomization(cfg.randomization))
         out += [f"{'line':<34} {'measured':>9} {'threshold':>11}  result", "-" * 64]
@@ -196,7 +201,8 @@ class GateResult:
             out.append(f"{line.name:<34} {value:>9} {line.op + ' ' + limit:>11}  {'PASS' if line.passed else 'FAIL'}")
         out.append("-" * 64)
         out.append(f"{cfg.name:<34} {'':>9} {'':>11}  {'PASS' if self.passed else 'FAIL'}")
-        out.append("per command: " + "; ".join(f"{name}: {int(v['falls'])} falls, perf {v['tracking_perf']:.3f}"
+        if self.per_command:
+            out.append("per command: " + "; ".join(f"{name}: {int(v['falls'])} falls, perf {v['tracking_perf']:.3f}"
                                               for name, v in self.per_command.items()))
         if self.smoothness_falls:
             out.append(f"note: {self.smoothness_falls} smoothness env(s) fell; their windows end at the fall")
@@ -321,3 +327,45 @@ def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: i
     env = make_env(gate_task_config(path, cfg, physics_threads, physics))
     policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
     return run_gate(G1WalkProbe(env), policy, cfg, progress)
+
+
+# -- gait acceptance as gate lines ---------------------------------------------------------------
+
+
+#: The gait acceptance that training's closing evaluation prints: every env at (0.5, 0, 0) m/s for 5 s.
+ACCEPTANCE_COMMAND: Command = (0.5, 0.0, 0.0)
+ACCEPTANCE_HORIZON_S = 5.0
+
+
+def acceptance_lines(report: EvalReport) -> GateResult:
+    """The policy verdict of ``report`` (:meth:`EvalReport.verdict`) as gate lines: falls, then each
+    criterion of :data:`~.gait.GAIT_CHECKS` on the walking envs' means, against its threshold."""
+    g = walking_means(report.gait, report.config.gait)
+    t = report.config.gait
+    low, high = t.step_frequency_hz
+    falls = int((report.judgement.outcome == FALL).sum())
+    lines = [
+        GateLine("falls (all envs)", float(falls), 0.0, "<="),
+        GateLine("mean air time (s)", float(g.mean_air_time_s[0]), t.min_mean_air_time_s, ">="),
+        GateLine("double support ratio", float(g.double_support_ratio[0]), t.max_double_support_ratio, "<="),
+        GateLine("step frequency low (Hz)", float(g.step_frequency_hz[0]), low, ">="),
+        GateLine("step frequency high (Hz)", float(g.step_frequency_hz[0]), high, "<="),
+        GateLine("tracking error (m/s)", float(g.velocity_tracking_error[0]), t.max_velocity_tracking_error, "<="),
+    ]
+    cfg = GateConfig(starts=report.trace.num_envs, horizon_s=report.config.horizon_s, seed=report.config.seed,
+                     battery=(), smoothness_command=ACCEPTANCE_COMMAND, name="gait acceptance")
+    return GateResult(lines, {}, falls, cfg)
+
+
+def acceptance_checkpoint(path: str, num_envs: int = 32, seed: int = 0, physics_threads: int = 0,
+                          make_env: Callable[[Any], VecEnv] | None = None) -> GateResult:
+    """Training's closing gait acceptance (0.5 m/s forward, 5 s) of the G1-Walk checkpoint at ``path``,
+    judged as the gate is: on the task it recorded at the reference physics, ``num_envs`` noisy starts."""
+    from isaac_adapter.evaluation.evaluator import ActorCriticPolicy
+
+    if make_env is None:
+        from isaac_adapter.tasks.g1_walk import G1WalkEnv as make_env
+    env = make_env(gate_task_config(path, GateConfig(starts=num_envs, battery=(), seed=seed), physics_threads))
+    policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
+    cfg = EvalConfig(horizon_s=ACCEPTANCE_HORIZON_S, seed=seed, commands=ACCEPTANCE_COMMAND)
+    return acceptance_lines(Evaluator(G1WalkProbe(env), cfg).evaluate(policy))

@@ -20,6 +20,10 @@ id                                 what                                         
 ``G1-Walk-Clock-Fast-v2``          v1 with the roll/pitch rate penalty ramped to       mujoco, warp, isaaclab
                                    twice its weight: the fastest to the gate
                                    (``config.clock_fast_v2_config``)
+``G1-Walk-Clock-CPU-v0``           the recipe sized for a 2-core CPU (the default off  mujoco, warp
+                                   a GPU): 1,024 envs, 256-128-64 networks, mirror
+                                   loss, one KL decision per update
+                                   (``config.clock_cpu_config``)
 ``G1-Walk-Robust-v0``              v2 with domain randomization at a G1 owner's        mujoco, warp
                                    ranges: friction, masses, gains, pushes, noise,
                                    delay (``config.robust_config``)
@@ -64,6 +68,9 @@ class TaskSpec:
             ``gait_clock`` names (``"gait_clock"`` or ``"default"``).
         agent: the task's own learner settings, as ``agent.*`` overrides (Isaac Lab's per-task
             agent config): applied before the command line's flags and overrides, which win.
+        num_envs, max_iterations: the task's own env count and iterations (Isaac Lab's
+            ``scene.num_envs`` and agent ``max_iterations``); None takes the device's defaults.
+        symmetry: the task's ``--symmetry`` when the command line gives none.
     """
 
     id: str
@@ -72,6 +79,9 @@ class TaskSpec:
     gait_clock: bool | None = None
     preset: str | None = None
     agent: tuple[str, ...] = ()
+    num_envs: int | None = None
+    max_iterations: int | None = None
+    symmetry: str = "off"
 
     @property
     def is_g1_walk(self) -> bool:
@@ -90,6 +100,13 @@ class TaskSpec:
 #: samples of the others') with twice the KL target.
 FAST_AGENT = ("agent.num_steps_per_env=12", "agent.ppo.desired_kl=0.02")
 
+#: The learner settings of ``G1-Walk-Clock-CPU-v0``: the fast recipe's, with networks of a quarter of
+#: the cost of 512-256-128 (the update is most of a CPU iteration) and the KL schedule deciding once
+#: per update (``PPOConfig.adaptive_every``): per mini-batch, at 1,024 envs the rate fell to its floor
+#: within every update and the policy stood in place (BENCHMARKS.md, "Time to walk on a 2-core CPU").
+CPU_AGENT = (*FAST_AGENT, "agent.ppo.adaptive_every=update", "agent.policy.actor_hidden=[256,128,64]",
+             "agent.policy.critic_hidden=[256,128,64]")
+
 TASKS: dict[str, TaskSpec] = {
     spec.id: spec
     for spec in (
@@ -104,6 +121,10 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("G1-Walk-Clock-Fast-v2", "G1-Walk-Clock-Fast-v1 with the roll/pitch rate penalty ramped to twice "
                  "its weight (the fastest to the gate)", ("mujoco", "warp", "isaaclab"), True, "clock_fast_v2",
                  FAST_AGENT),
+        TaskSpec("G1-Walk-Clock-CPU-v0", "the time-to-walk recipe sized for a 2-core CPU: 1,024 envs, small "
+                 "networks, the mirror loss, one KL decision per update, twice the gait clock's contact reward",
+                 ("mujoco", "warp"), True, "clock_cpu", CPU_AGENT, num_envs=1024, max_iterations=1000,
+                 symmetry="loss"),
         TaskSpec("G1-Walk-Robust-v0", "G1-Walk-Clock-Fast-v2 with domain randomization: foot friction, link masses, "
                  "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp"), True,
                  "robust", FAST_AGENT),
@@ -115,6 +136,15 @@ TASKS: dict[str, TaskSpec] = {
     )
 }
 DEFAULT_TASK = "G1-Walk-Clock-v0"
+#: What a run without ``--task`` trains off a GPU (README: the main command on a 2-core CPU).
+DEFAULT_CPU_TASK = "G1-Walk-Clock-CPU-v0"
+
+
+def default_task(sim: str = "auto", device: str = "auto") -> str:
+    """The task of a run without ``--task``: :data:`DEFAULT_CPU_TASK` where the physics runs on the
+    CPU (``--sim mujoco``, ``--device cpu``, or no CUDA device), else :data:`DEFAULT_TASK`."""
+    on_cpu = sim == "mujoco" or device == "cpu" or (device == "auto" and sim == "auto" and not _cuda())
+    return DEFAULT_CPU_TASK if on_cpu else DEFAULT_TASK
 
 
 #: Names that moved to :mod:`isaac_adapter.app.envs` with the building of envs; the older import

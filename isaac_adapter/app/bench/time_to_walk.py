@@ -464,19 +464,25 @@ def _judge_init(threads: int, nice: int = 0) -> None:
 
 
 def judge_checkpoint(path: str, gate: dict[str, Any], threads: int) -> dict[str, Any]:
-    """Run the gate on one checkpoint on CPU MuJoCo (what benchmarks/g1_gate.py does); never raises."""
+    """Run the gate on one checkpoint on CPU MuJoCo (what benchmarks/g1_gate.py does), or with
+    ``gate["judge"] == "acceptance"`` training's closing gait acceptance; never raises."""
     start = time.perf_counter()
     out: dict[str, Any] = {}
     try:
         from ppo_bootstrap import checkpoint
 
-        from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
+        from isaac_adapter.evaluation.gate import GateConfig, acceptance_checkpoint, gate_checkpoint
 
         ckpt = checkpoint.read(path)
         out.update(iteration=int(ckpt.get("iteration", -1)), total_steps=int(ckpt.get("total_steps", 0)),
                    world_size=int(ckpt.get("world_size", 1)))
         del ckpt
-        result = gate_checkpoint(path, GateConfig(**gate), physics_threads=threads).as_dict()
+        settings = dict(gate)
+        if settings.pop("judge", "gate") == "acceptance":
+            result = acceptance_checkpoint(path, settings["starts"], settings["seed"], physics_threads=threads)
+        else:
+            result = gate_checkpoint(path, GateConfig(**settings), physics_threads=threads)
+        result = result.as_dict()
         out.update(passed=result["passed"], lines=result["lines"], per_command=result["per_command"])
     except Exception as err:  # a checkpoint that cannot be judged fails, with the reason in the record
         out.update(passed=False, error=f"{type(err).__name__}: {err}")
@@ -633,6 +639,8 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
 
 
 def gate_settings(a: argparse.Namespace) -> dict[str, Any]:
+    if a.judge == "acceptance":  # 5 s at 0.5 m/s in --acceptance-envs noisy starts
+        return {"judge": "acceptance", "starts": a.acceptance_envs, "seed": a.gate_seed}
     return {"starts": a.gate_starts, "horizon_s": a.gate_horizon_s, "seed": a.gate_seed}
 
 
@@ -798,9 +806,10 @@ def describe(results: dict[str, Any]) -> str:
                     f"cache {s['warp_cache']}; judges: {s['judge_workers']} x {s['judge_threads']} threads"
                     + (f", nice {s['judge_nice']}" if s.get("judge_nice") else "")
                     + (", after each run (the trainer alone)" if s.get("judge_when") == "after" else ""))
-    head.append(f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s, seed {gate.get('seed')}; steady "
-                f"samples/s: median after {s.get('warmup_iterations')} warm-up iterations; (a) = samples to gate / "
-                "steady samples/s; (b) = checkpoint written - launch")
+    judged = (f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s" if gate.get("judge") != "acceptance"
+              else f"gate = gait acceptance: {gate.get('starts')} envs x 5 s at 0.5 m/s")
+    head.append(f"{judged}, seed {gate.get('seed')}; steady samples/s: median after {s.get('warmup_iterations')} "
+                "warm-up iterations; (a) = samples to gate / steady samples/s; (b) = checkpoint written - launch")
     return "\n".join(head)
 
 
@@ -843,6 +852,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    "trainer has exited (budget or --max-iterations), so it trains alone")
     p.add_argument("--warmup-iterations", type=int, default=5, help="iterations left out of the steady samples/s")
     p.add_argument("--stop-timeout-s", type=float, default=120.0, help="after SIGTERM, SIGKILL a trainer after this")
+    p.add_argument("--judge", choices=("gate", "acceptance"), default="gate",
+                   help="what a checkpoint must pass: the walking gate, or training's closing gait acceptance "
+                        "(0.5 m/s forward, 5 s, no falls, air time, double support, cadence, tracking)")
+    p.add_argument("--acceptance-envs", type=int, default=32, help="--judge acceptance: envs (noisy starts)")
     p.add_argument("--gate-starts", type=int, default=GateConfig.starts, help="the gate's noisy starts per command")
     p.add_argument("--gate-horizon-s", type=float, default=GateConfig.horizon_s)
     p.add_argument("--gate-seed", type=int, default=GateConfig.seed)
