@@ -25,7 +25,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--resume", default=None)
     p.add_argument("--kill", default=None, help="R:step:K or R:save:K: rank R SIGKILLs itself in iteration K's "
-                   "rollout, or while writing iteration K's checkpoint")
+                   "rollout, or while writing iteration K's checkpoint; R:hang:K: rank R stops itself (SIGSTOP) "
+                   "in iteration K's rollout, alive and silent")
     return p.parse_args()
 
 
@@ -58,13 +59,13 @@ def main() -> None:
         runner.load(args.resume)
     if args.kill:
         victim, where, iteration = args.kill.split(":")
-        if int(victim) == rank and where == "step":
+        if int(victim) == rank and where in ("step", "hang"):
             env = runner.env
             step = env.step
 
             def dying_step(actions):
                 if runner.iteration == int(iteration) - 1 and env.step_count.sum() > 0:
-                    kill_self()
+                    os.kill(os.getpid(), signal.SIGSTOP) if where == "hang" else kill_self()
                 return step(actions)
 
             env.step = dying_step

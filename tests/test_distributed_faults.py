@@ -2,9 +2,11 @@
 a rank killed mid-iteration or mid-save, ranks set up differently, and two nodes on one machine."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -25,15 +27,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun(launch: list[str], *script_args: str) -> subprocess.Popen:
-    env = {**os.environ, TIMEOUT_ENV: "30", "OMP_NUM_THREADS": "1"}
+def torchrun(launch: list[str], *script_args: str, timeout_s: int = 30) -> subprocess.Popen:
+    env = {**os.environ, TIMEOUT_ENV: str(timeout_s), "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *launch, SCRIPT, *script_args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)  # its own process group, which a test may end whole
 
 
-def one_node(*script_args: str) -> subprocess.Popen:
+def one_node(*script_args: str, timeout_s: int = 30) -> subprocess.Popen:
     return torchrun(["--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port())],
-                    *script_args)
+                    *script_args, timeout_s=timeout_s)
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str]:
@@ -44,6 +47,36 @@ def finish(proc: subprocess.Popen) -> tuple[int, str]:
 def our_lines(out: str) -> list[str]:
     """The lines the training processes wrote (torchrun's own report of a failed worker left out)."""
     return [line for line in out.splitlines() if line.startswith(("rank ", "error: "))]
+
+
+def test_a_rank_that_hangs_alive_stops_the_others_at_the_collective_timeout(tmp_path):
+    """Rank 1 stops (SIGSTOP) mid-rollout, its process alive: rank 0's next collective fails after the
+    timeout with one line saying a rank died or hung and the setting, and the run resumes."""
+    run = tmp_path / "run"
+    proc = one_node("--log-dir", str(run), "--iterations", "5", "--kill", "1:hang:3", timeout_s=5)
+    # read until rank 0 has said its line, then end the launch: torchrun's agent would otherwise wait
+    # its grace period on the stopped rank before killing it
+    seen, line = [], None
+    guard = threading.Timer(WAIT_S, os.killpg, (proc.pid, signal.SIGKILL))  # a bound, should the line never come
+    guard.start()
+    try:
+        for text in proc.stdout:
+            seen.append(text)
+            if text.startswith("rank 0: "):
+                line = text.rstrip("\n")
+                break
+    finally:
+        guard.cancel()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=WAIT_S)
+    assert line is not None, "".join(seen)
+    assert line.startswith("rank 0: a collective with the other ranks failed (")
+    assert f"another rank died or hung past {TIMEOUT_ENV}=5 s; this rank stops too. Resume from the last " \
+           "checkpoint rank 0 wrote" in line
+    assert sorted(p.name for p in run.glob("model_*.pt")) == ["model_1.pt", "model_2.pt"]
+    resumed = make_runner(None)
+    resumed.load(run / "model_2.pt")
+    assert resumed.iteration == 2
 
 
 @pytest.mark.parametrize("victim,where,survivor", [(1, "step", 0), (0, "save", 1)])

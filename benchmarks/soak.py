@@ -1,0 +1,11 @@
+"""``python benchmarks/soak.py --help`` says what it measures and how to run it; the code is
+:mod:`isaac_adapter.app.bench.soak`, where the tests import it from."""
+
+import sys
+
+import _common  # noqa: F401  (puts the repository root on sys.path)
+
+from isaac_adapter.app.bench.soak import main
+
+if __name__ == "__main__":
+    sys.exit(main())
