@@ -361,7 +361,7 @@ def test_two_processes_train_under_torchrun_and_count_the_samples_of_both(tmp_pa
     out = run_script("--device", "cpu", "--sim", "mujoco", "--num-envs", "8", "--nproc", "2", "--seeds", "0",
                      "--modes", "exact", "--budget-s", "25", "--save-interval", "10", "--judge-workers", "1",
                      "--judge-threads", "1", "--warmup-iterations", "2", "--out", str(out_dir),
-                     "--", "--torch-threads", "1", timeout=180)
+                     "--", "--task", "G1-Walk-Clock-v0", "--torch-threads", "1", timeout=180)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     (run,) = json.loads((out_dir / "time_to_walk.json").read_text())["runs"]
     assert run["nproc"] == 2 and run["trainer_command"][1:6] == ["-m", "torch.distributed.run", "--standalone",
