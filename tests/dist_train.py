@@ -65,7 +65,13 @@ def main() -> None:
 
             def dying_step(actions):
                 if runner.iteration == int(iteration) - 1 and env.step_count.sum() > 0:
-                    os.kill(os.getpid(), signal.SIGSTOP) if where == "hang" else kill_self()
+                    if where == "hang":  # say who hangs, so that the test can end it whatever torchrun does
+                        os.makedirs(args.log_dir, exist_ok=True)
+                        with open(os.path.join(args.log_dir, f"hung_rank{rank}.pid"), "w") as f:
+                            f.write(str(os.getpid()))
+                        os.kill(os.getpid(), signal.SIGSTOP)
+                    else:
+                        kill_self()
                 return step(actions)
 
             env.step = dying_step
