@@ -348,3 +348,24 @@ def test_checkpoints_keep_their_command_ranges(tmp_path) -> None:
     assert registry.checkpoint_walk_config(str(path), num_envs=6) == gait_clock_config(num_envs=6, **OLD)
     no_clock = registry.checkpoint_walk_config(str(path), gait_clock=False, num_envs=6)
     assert no_clock == G1WalkConfig(num_envs=6, **OLD)
+
+
+@pytest.mark.parametrize("runs", ["cpu_recipe/cpu2_s0.json", "cpu_recipe/warp_1024_Lg.json"])
+def test_the_cpu_recipe_is_what_its_measured_runs_trained(runs: str) -> None:
+    """G1-Walk-Clock-CPU-v0 is exactly what its BENCHMARKS rows trained: Fast-v2 with the overrides
+    and --symmetry each JSON recorded (env side equal as configs, agent side as override lines)."""
+    import json
+
+    from ppo_bootstrap.overrides import apply_overrides
+
+    record = json.loads((Path(__file__).parents[1] / "docs" / "time_to_walk" / runs).read_text())
+    spec = registry.get_task("G1-Walk-Clock-CPU-v0")
+    (run,) = record["runs"]
+    cmd = run["trainer_command"]
+    assert cmd[cmd.index("--task") + 1] == "G1-Walk-Clock-Fast-v2" and run["num_envs"] == spec.num_envs
+    assert cmd[len(cmd) - 1 - cmd[::-1].index("--symmetry") + 1] == spec.symmetry  # the last --symmetry wins
+    overrides = [arg for arg in cmd if arg.startswith(("env.", "agent."))]
+    env = apply_overrides({"env": clock_fast_v2_config()}, [o for o in overrides if o.startswith("env.")])["env"]
+    assert env == walk_config(preset="clock_cpu")
+    agent = {o.replace(" ", "") for o in overrides if o.startswith("agent.")}
+    assert agent == set(registry.CPU_AGENT) - set(registry.FAST_AGENT)  # Fast-v2 brings FAST_AGENT itself

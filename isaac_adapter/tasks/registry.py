@@ -102,8 +102,8 @@ FAST_AGENT = ("agent.num_steps_per_env=12", "agent.ppo.desired_kl=0.02")
 
 #: The learner settings of ``G1-Walk-Clock-CPU-v0``: the fast recipe's, with networks of a quarter of
 #: the cost of 512-256-128 (the update is most of a CPU iteration) and the KL schedule deciding once
-#: per update (``PPOConfig.adaptive_every``): per mini-batch, at 1,024 envs the rate fell to its floor
-#: within every update and the policy stood in place (BENCHMARKS.md, "Time to walk on a 2-core CPU").
+#: per update (``PPOConfig.adaptive_every``): per mini-batch, none of four runs at 512-1,024 envs met
+#: the stepping criteria within 7-12M samples (BENCHMARKS.md, "Time to walk on a 2-core CPU").
 CPU_AGENT = (*FAST_AGENT, "agent.ppo.adaptive_every=update", "agent.policy.actor_hidden=[256,128,64]",
              "agent.policy.critic_hidden=[256,128,64]")
 
