@@ -206,15 +206,18 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
     if spec.is_g1_walk and sim in ("mujoco", "warp", "isaaclab"):
         from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
         from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+        from isaac_adapter.evaluation.gate import ACCEPTANCE_COMMAND, ACCEPTANCE_HORIZON_S
 
         task = getattr(env, "unwrapped", env)
         probe = G1WalkProbe(env, task)
         policy = ActorCriticPolicy(runner.policy, env.num_envs, runner.device)
         with torch.no_grad():
-            report = Evaluator(probe, EvalConfig(horizon_s=5.0, seed=0)).evaluate(policy)
+            judged = EvalConfig(horizon_s=ACCEPTANCE_HORIZON_S, seed=0, commands=ACCEPTANCE_COMMAND)
+            report = Evaluator(probe, judged).evaluate(policy)
         s, verdict = report.summary(), report.verdict()
         failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
-        print(f"evaluation (5 s, forward 0.5 m/s, {env.num_envs} envs): falls {s['fall_rate']:.1%}, tracking error "
+        print(f"evaluation ({ACCEPTANCE_HORIZON_S:g} s, forward {ACCEPTANCE_COMMAND[0]:g} m/s, {env.num_envs} envs): "
+              f"falls {s['fall_rate']:.1%}, tracking error "
               f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
               + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
         if args is not None and runner.last_checkpoint:

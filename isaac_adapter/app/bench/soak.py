@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     a = parse_args(argv)
     if a.table:
+        if not Path(a.table).is_file():
+            raise SystemExit(f"error: --table {a.table}: no such file (a --json of an earlier soak)")
         print(format_results(json.loads(Path(a.table).read_text())))
         return 0
     print(format_results(soak(a, argv)))

@@ -873,6 +873,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         p.error("--variant names must differ")
     if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1 or a.parallel < 1:
         p.error("--judge-workers, --judge-threads, --nproc and --parallel must be >= 1")
+    if a.acceptance_envs < 1:
+        p.error("--acceptance-envs must be >= 1")
     return a, extra
 
 
