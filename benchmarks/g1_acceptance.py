@@ -3,6 +3,7 @@
     python benchmarks/g1_acceptance.py runs/g1 --every 200 --backend warp --device cuda --num-envs 1024
     python benchmarks/g1_acceptance.py runs/g1 --iterations 1500 --command env     # the mixed command set
     python benchmarks/g1_acceptance.py docs/checkpoints/g1_clock_it1296.pt --gait-clock   # one checkpoint file
+    python benchmarks/g1_acceptance.py CHECKPOINT --command env --solver-iterations 100 --ls-iterations 50  # another solver budget
 
 For each ``model_<it>.pt`` of the run directory (every ``--every`` iterations, or the ones named) it
 runs one seeded evaluation (fixed command 0.5 m/s by default, 15 s horizon, falls judged at
@@ -114,8 +115,13 @@ def main() -> None:
     parser.add_argument("--horizon-s", type=float, default=15.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--command", default="0.5,0.0,0.0", help="v_x,v_y,w_z for every env, or 'env' (mixed)")
+    parser.add_argument("--solver-iterations", type=int, default=None,
+                        help="the constraint solver's iterations (default: the G1 model's, as the gate runs)")
+    parser.add_argument("--ls-iterations", type=int, default=None, help="its line-search steps (default: the model's)")
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args()
+    if any(v is not None and v < 1 for v in (args.solver_iterations, args.ls_iterations)):
+        parser.error("--solver-iterations and --ls-iterations must be >= 1")
     torch.set_grad_enabled(False)
 
     run_dir = Path(args.run_dir)
@@ -127,15 +133,19 @@ def main() -> None:
     chosen = checkpoints(run_dir, args.every, args.iterations)
     # the task the run recorded (its command ranges too: a checkpoint that recorded none gets those of
     # its time, so that mixed-command figures stay comparable); --gait-clock for files that do not say
+    solver = {k: v for k, v in (("solver_iterations", args.solver_iterations), ("ls_iterations", args.ls_iterations))
+              if v is not None}
     env_cfg = checkpoint_walk_config(str(chosen[0][1]), gait_clock=True if args.gait_clock else None,
-                                     num_envs=args.num_envs, seed=args.seed, device=device)
+                                     num_envs=args.num_envs, seed=args.seed, device=device, **solver)
     env = G1WalkEnv(env_cfg, backend=args.backend)
     commands = None if args.command == "env" else tuple(float(v) for v in args.command.split(","))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=commands))
     obs = env.reset(seed=args.seed)
 
+    budget = (f", solver {env_cfg.solver_iterations or 'model'} iterations / {env_cfg.ls_iterations or 'model'} "
+              "line-search steps") if solver else ""
     print(f"{run_dir}: {args.backend} ({device}), {args.num_envs} envs, {args.horizon_s:g} s, seed {args.seed}, "
-          f"command {args.command}")
+          f"command {args.command}{budget}")
     print_header()
     rows = []
     for it, path in chosen:

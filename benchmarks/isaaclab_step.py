@@ -130,7 +130,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     spec = registry.get_task(args.task)
     if not spec.is_g1_walk:
         sys.exit(f"error: --task {args.task} is not one of the project's G1 walking tasks")
-    task = walk_config(preset=spec.config_preset, num_envs=args.num_envs, seed=args.seed, device=args.device)
+    solver = {k: v for k, v in (("solver_iterations", args.solver_iterations), ("ls_iterations", args.ls_iterations))
+              if v is not None}
+    task = walk_config(preset=spec.config_preset, num_envs=args.num_envs, seed=args.seed, device=args.device, **solver)
     env = make_g1_direct_env(task, reset_by_mask=not args.reset_by_ids)
     build_s = time.perf_counter() - t0
     base, device = env.unwrapped, env.device
@@ -198,10 +200,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                        "calls_per_step": timer.calls.get(name, 0) / steps,
                        "syncs_per_step": timer.syncs.get(name, 0) / steps})
     ends = base.reset_buf.float().mean().item()
+    solver_cfg = base.cfg.sim.physics.solver_cfg
     return {"task": args.task, "num_envs": n, "reset": "ids" if args.reset_by_ids else "mask", "device": str(device),
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "build_s": build_s, "first_step_s": first_step_s, "steps": args.steps, "rows": rows,
-            "phases": phases, "phase_steps": steps, "ended_fraction_last_step": ends}
+            "phases": phases, "phase_steps": steps, "ended_fraction_last_step": ends,
+            "solver": {"iterations": solver_cfg.iterations, "ls_iterations": solver_cfg.ls_iterations,
+                       "tolerance": solver_cfg.tolerance}}
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -210,6 +215,9 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"\n{result['task']} on Isaac Lab, {result['num_envs']} envs, reset by {result.get('reset', 'ids')}, "
           f"{result['gpu']}: build {result['build_s']:.1f} s, "
           f"first step {result['first_step_s']:.1f} s, {result['steps']} timed steps")
+    if "solver" in result:
+        sv = result["solver"]
+        print(f"solver: {sv['iterations']} iterations, {sv['ls_iterations']} line-search steps, tolerance {sv['tolerance']:g}")
     print(format_table(["step", "ms/step", "env-steps/s"],
                        [[r["what"], f"{r['ms_per_step']:.2f}", f"{r['env_steps_per_s']:,.0f}"] for r in result["rows"]]))
     total = sum(p["ms_per_step"] for p in result["phases"])
@@ -230,6 +238,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset-by-ids", action="store_true",
                    help="Isaac Lab's own reset path (reset_buf.nonzero, compute_final_obs) instead of the mask")
+    p.add_argument("--solver-iterations", type=int, default=None,
+                   help="the constraint solver's iterations (default: the G1 model's, as training runs)")
+    p.add_argument("--ls-iterations", type=int, default=None, help="its line-search steps (default: the model's)")
     p.add_argument("--json", default=None, help="write the result here")
     p.add_argument("--table", nargs="+", default=None, metavar="JSON", help="print saved results instead")
     args = p.parse_args()
@@ -239,6 +250,8 @@ def main() -> None:
         return
     if args.num_envs <= 0 or args.steps <= 0 or args.warmup < 0:
         sys.exit("error: --num-envs and --steps must be positive, --warmup >= 0")
+    if any(v is not None and v < 1 for v in (args.solver_iterations, args.ls_iterations)):
+        sys.exit("error: --solver-iterations and --ls-iterations must be >= 1")
     from isaac_adapter.tasks import registry
 
     try:

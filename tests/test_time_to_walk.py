@@ -234,6 +234,19 @@ def test_each_run_compiles_into_its_own_empty_warp_cache_by_default(tmp_path: Pa
     assert env["PYTHONUNBUFFERED"] == "1"
 
 
+def test_trainer_env_overrides_reach_the_trainer_alone(tmp_path: Path, monkeypatch) -> None:
+    """--trainer-env sets variables for the trainers only (Isaac Lab's packages beside the judges'
+    MuJoCo); the benchmark's own environment, which the judge processes inherit, keeps its value."""
+    monkeypatch.setenv("PYTHONPATH", "/judges/site")
+    a, _ = ttw.parse_args(["--trainer-env", "PYTHONPATH=/isaac/site", "--trainer-env", "EMPTY="])
+    env = ttw.trainer_env(a.warp_cache, tmp_path / "exact_s0", a.trainer_env_vars)
+    assert env["PYTHONPATH"] == "/isaac/site" and env["EMPTY"] == "" and env["PYTHONUNBUFFERED"] == "1"
+    assert os.environ["PYTHONPATH"] == "/judges/site"
+    for bad in ("PYTHONPATH", "1X=2", "=v"):
+        with pytest.raises(SystemExit, match="--trainer-env"):
+            ttw.parse_args(["--trainer-env", bad])
+
+
 def test_table_rows() -> None:
     rows = ttw.table_rows([record("exact", 0, True, 69.23, 201.5, 29_589_504, 427_407.4)])
     assert rows == [["exact", "0", "16384", "300", "29,589,504", "427,407", "69.2", "201.5", "20.0"]]

@@ -195,3 +195,26 @@ def test_the_reset_by_mask_steps_as_the_reset_by_ids():
     ends = [step[4].tolist() for step in runs[0][1:]]
     assert ends[4] == [1] and ends[9] == [1] and ends[49] == [0, 1, 2]
     torch.testing.assert_close(runs[0], runs[1], atol=1e-5, rtol=1e-5)
+
+
+def test_the_solver_runs_with_the_mujoco_models_options():
+    """The solver Newton builds gets the G1 model's integrator, cone and solver (implicitfast,
+    pyramidal, Newton) and its tolerance; the iteration budget stays Isaac Lab's converged 100 and 50
+    (the model's 5 and 8 made a step three times slower on Newton) unless the task sets one, which
+    then reaches it with the model's line search."""
+    from isaaclab_newton.physics import NewtonManager
+
+    from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+    for iterations, expected in ((None, (100, 50)), (3, (3, 8))):
+        task = G1WalkConfig(num_envs=2, device="cpu", joint_pos_noise=0.0, solver_iterations=iterations)
+        env = make_g1_direct_env(task)
+        try:
+            env.reset()
+            opt = NewtonManager._solver.mjw_model.opt
+            assert (int(opt.iterations), int(opt.ls_iterations)) == expected
+            # the model's 1e-8, raised by MuJoCo Warp to its float32 floor (as on the project's Warp backend)
+            assert float(opt.tolerance.numpy()[0]) == pytest.approx(1e-6)
+            assert (int(opt.integrator), int(opt.cone), int(opt.solver)) == (3, 0, 2)  # implicitfast, pyramidal, Newton
+        finally:
+            env.close()

@@ -389,13 +389,22 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, shlex.split(args)
 
 
-def trainer_env(warp_cache: str, run_dir: Path) -> dict[str, str]:
+def trainer_env(warp_cache: str, run_dir: Path, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a trainer that runs in ``run_dir``: this process's, unbuffered, and with
-    ``warp_cache`` "cold" Warp's kernel cache in an empty folder of the run's own (``run_dir/warp_cache``)."""
+    ``warp_cache`` "cold" Warp's kernel cache in an empty folder of the run's own (``run_dir/warp_cache``);
+    ``overrides`` (``--trainer-env``) last, for the trainer alone (the judges keep this process's)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if warp_cache == "cold":
         env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
-    return env
+    return {**env, **(overrides or {})}
+
+
+def parse_env_setting(text: str) -> tuple[str, str]:
+    """``"PYTHONPATH=/opt/isaac"`` -> ``("PYTHONPATH", "/opt/isaac")``."""
+    name, sep, value = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise SystemExit(f"error: --trainer-env {text!r}: expected NAME=VALUE, NAME a variable name")
+    return name, value
 
 
 def checkpoints(run_dir: Path) -> dict[int, Path]:
@@ -685,7 +694,7 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         name, variant_args = variant
         run_dir = out / run_name(variant, mode, seed)
         run_dir.mkdir(parents=True, exist_ok=True)
-        env = trainer_env(a.warp_cache, run_dir)
+        env = trainer_env(a.warp_cache, run_dir, a.trainer_env_vars)
         command = trainer_command(sys.executable, a.nproc, training_args(mode, seed, a, run_dir, [*extra, *variant_args]))
         what_run = f"{name}/{mode}" if name else mode
         print(f"{what_run}, seed {seed}: launching {shlex.join(command)}", flush=True)
@@ -841,6 +850,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--warp-cache", choices=("cold", "shared"), default="cold",
                    help="cold (default): each run compiles its Warp kernels into an empty cache in its run "
                    "folder, so (b) includes the compilation; shared: the machine's cache (a warm start)")
+    p.add_argument("--trainer-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variable set for the trainers only (repeatable), e.g. PYTHONPATH for a simulator whose "
+                   "packages differ from the ones the judges run MuJoCo with")
     p.add_argument("--out", default="runs/time_to_walk", help="run folders <mode>_s<seed> and time_to_walk.json")
     p.add_argument("--overwrite", action="store_true", help="delete run folders this command would reuse")
     p.add_argument("--judge-workers", type=int, default=4, help="gate processes beside the trainer")
@@ -869,6 +881,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    help="judge the checkpoints of existing run folders (no training)")
     a = p.parse_args(own)
     a.variants = [parse_variant(v) for v in a.variant] or [("", [])]
+    a.trainer_env_vars = dict(parse_env_setting(v) for v in a.trainer_env)
     if len({name for name, _ in a.variants}) != len(a.variants):
         p.error("--variant names must differ")
     if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1 or a.parallel < 1:

@@ -125,7 +125,7 @@ class G1WalkConfig:
     # the model file's (menagerie_mjx: 5 and 8; menagerie: 100 and 50; playground_feetonly: 3 and
     # 5). With sim_dt and decimation they set the cost of a policy step: e.g. sim_dt 0.004 x
     # decimation 5 keeps the 50 Hz policy with a shorter step, which may need fewer iterations.
-    # MuJoCo backends only (Isaac Lab's solver has its own settings).
+    # Isaac Lab's G1WalkDirectEnv passes them on when set (by default its solver converges: 100 and 50).
     solver_iterations: int | None = None
     ls_iterations: int | None = None
     # MuJoCo Warp's buffers: contacts per world (pooled over the worlds) and constraint rows per
