@@ -1,7 +1,7 @@
 """The G1 on Isaac Lab 3 (kit-less, Newton / MuJoCo-Warp) trained through ppo_bootstrap, and beside rsl-rl-lib.
 
     python benchmarks/isaaclab_g1.py direct --num-envs 4096 --deadline-s 540 --out runs/isaac
-    python benchmarks/isaaclab_g1.py flat --num-envs 4096 --iterations 150 --out runs/isaac
+    python benchmarks/isaaclab_g1.py flat --num-envs 4096 --iterations 1000 --deadline-s 560 --seed 0 --out runs/flat_s0   # again to go on
     python benchmarks/isaaclab_g1.py table runs/isaac                     # the tables of BENCHMARKS.md
 
 Needs Isaac Lab 3.0 (Python 3.12) and ``ISAACSIM_ASSET_ROOT`` pointing at the asset root that
@@ -19,13 +19,17 @@ acceptance); last, the root pose and joints of 4 envs walking at 0.5 m/s for 6 s
 
 ``flat``: Isaac Lab's own ``Isaac-Velocity-Flat-G1`` with its five overrides for the local G1. The
 same env, GPU and seed train twice, with the task's registered rsl_rl recipe
-(``G1FlatPPORunnerCfg``): through ``Runner`` (the recipe's hyper-parameters mapped onto
-``PPOConfig`` / ``PolicyConfig``), whose last policy the project's evaluator then judges on the
-task (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`), then through rsl-rl-lib's
-``OnPolicyRunner`` (``--rsl-iterations``). Before each, every
-env's episode clock is set to the same random value (rsl_rl's ``init_at_random_ep_len``). Per
-iteration both log the same quantities, measured the same way: wall, collection and update seconds,
-and the mean return and length of the episodes that ended in it.
+(``G1FlatPPORunnerCfg``): through ``Runner`` (``RunnerConfig.from_rsl_rl``), then through
+rsl-rl-lib's ``OnPolicyRunner`` (``--rsl-iterations``). Before each, every env's episode clock is set
+to the same random value (rsl_rl's ``init_at_random_ep_len``). Per iteration both log the same
+quantities, measured the same way: wall, collection and update seconds, the mean return and length
+of the episodes that ended in it, and how many ended, of them by the time limit. Each trainer
+continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_bootstrap``,
+``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
+command, its rows kept. Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
+the project's evaluator on this env
+(:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
+task's own commands.
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -157,16 +161,18 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def learn_until_deadline(runner: Any, args: argparse.Namespace) -> None:
-    """``runner.learn(args.iterations)``, stopped ``args.eval_reserve_s`` before ``args.deadline_s`` by
-    the Runner's own clean stop: SIGTERM ends the iteration in progress and writes its checkpoint."""
+def learn_until_deadline(runner: Any, args: argparse.Namespace, iterations: int | None = None) -> None:
+    """``runner.learn(iterations)`` (default ``args.iterations``), stopped ``args.eval_reserve_s`` before
+    ``args.deadline_s`` by the Runner's own clean stop: SIGTERM ends the iteration in progress and
+    writes its checkpoint."""
+    iterations = args.iterations if iterations is None else iterations
     budget = args.deadline_s - args.eval_reserve_s - elapsed()
-    log(f"training until iteration {args.iterations} or for {budget:.0f} s")
+    log(f"training {iterations} iterations or for {budget:.0f} s")
     alarm = threading.Timer(max(budget, 1.0), os.kill, (os.getpid(), signal.SIGTERM))
     if math.isfinite(budget):
         alarm.start()
     try:
-        runner.learn(args.iterations)
+        runner.learn(iterations)
     finally:
         alarm.cancel()
 
@@ -207,38 +213,56 @@ def randomize_episode_clocks(env: Any, seed: int) -> None:
 
 
 class EpisodeMeter:
-    """Returns and lengths of the episodes that end, summed on the device (no host sync per step)."""
+    """Returns and lengths of the episodes that end, and how many ended by the time limit, summed on
+    the device (no host sync per step)."""
 
     def __init__(self, num_envs: int, device: Any) -> None:
         self.ret = torch.zeros(num_envs, device=device)
         self.len = torch.zeros(num_envs, device=device)
-        self.sums = torch.zeros(3, device=device)  # ended, return, length
+        self.sums = torch.zeros(4, device=device)  # ended, return, length, time-outs
 
-    def add(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+    def add(self, reward: torch.Tensor, done: torch.Tensor, time_out: torch.Tensor) -> None:
         self.ret += reward
         self.len += 1
         d = done.float()
-        self.sums += torch.stack([d.sum(), (self.ret * d).sum(), (self.len * d).sum()])
+        self.sums += torch.stack([d.sum(), (self.ret * d).sum(), (self.len * d).sum(), (time_out.float() * d).sum()])
         self.ret *= 1 - d
         self.len *= 1 - d
 
-    def take(self) -> tuple[float, float, int]:
-        ended, ret, length = self.sums.tolist()
+    def take(self) -> tuple[float, float, int, int]:
+        ended, ret, length, timeouts = self.sums.tolist()
         self.sums.zero_()
-        return (ret / ended, length / ended, int(ended)) if ended else (float("nan"), float("nan"), 0)
+        return ((ret / ended, length / ended, int(ended), int(timeouts)) if ended
+                else (float("nan"), float("nan"), 0, 0))
+
+
+def newest_checkpoint(run_dir: Path) -> Path | None:
+    """``run_dir/model_<it>.pt`` of the highest iteration, or None."""
+    saved = sorted(run_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    return saved[-1] if saved else None
+
+
+class StopTraining(Exception):
+    """Raised from rsl_rl's per-iteration hook at the deadline, after its checkpoint is saved."""
 
 
 def run_flat(args: argparse.Namespace) -> dict[str, Any]:
+    """Both trainers to ``--iterations`` (rsl_rl: ``--rsl-iterations``), each continuing from its newest
+    checkpoint in ``--out`` (a run too long for one call continues in the next, rows kept), then each
+    final policy judged by the same evaluator on this env."""
     from ppo_bootstrap import Runner, RunnerConfig
+    from ppo_bootstrap.runner import read_metrics
 
     from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
 
+    out = Path(args.out)
     t = elapsed()
     env = make_velocity_g1_env(args.task, num_envs=args.num_envs, device=args.device)
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
-                              "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "trainers": {}}
+                              "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+                              "seed": args.seed, "trainers": {}}
     log(f"{args.task} built: {args.num_envs} envs in {result['build_s']} s")
 
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
@@ -248,33 +272,40 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     agent = load_cfg_from_registry(args.task, "rsl_rl_cfg_entry_point")
     agent.device = args.device
     agent.seed = args.seed
+    agent.save_interval = args.save_interval
     agent = handle_deprecated_rsl_rl_cfg(agent, version)
     n = args.num_envs
 
-    # -- ppo_bootstrap: the same recipe through Runner
-    run_dir = Path(args.out) / "flat_ppo_bootstrap"
-    cfg = RunnerConfig.from_rsl_rl(agent, save_interval=0, log_dir=str(run_dir), validate_env_output=False,
-                                   console=False)
-    policy, steps = cfg.policy, cfg.num_steps_per_env
-    runner = Runner(env, cfg)
-    randomize_episode_clocks(env, args.seed)  # after the Runner's reset
-    learn_until_deadline(runner, args)
-    from ppo_bootstrap.runner import read_metrics
+    def runner_config(log_dir: Path) -> Any:
+        return RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=str(log_dir),
+                                        validate_env_output=False, console=False)
 
+    # -- ppo_bootstrap: the same recipe through Runner
+    run_dir = out / "flat_ppo_bootstrap"
+    cfg = runner_config(run_dir)
+    steps = cfg.num_steps_per_env
+    runner = Runner(env, cfg)
+    if (latest := newest_checkpoint(run_dir)) is not None:
+        runner.load(latest)
+    remaining = args.iterations - runner.iteration
+    if remaining > 0 and elapsed() < args.deadline_s - args.eval_reserve_s:
+        randomize_episode_clocks(env, args.seed + runner.iteration)  # after the Runner's reset
+        learn_until_deadline(runner, args, remaining)
     rows = [{"it": int(r["iteration"]), "wall_s": r["perf/collection_s"] + r["perf/learning_s"],
              "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
              "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
              "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
              "timeout_bootstrap": r["timeout_bootstrap/mean"]} for r in read_metrics(run_dir)]
-    log(f"ppo_bootstrap: {runner.iteration} iterations, return {rows[-1]['return']:.2f}, length {rows[-1]['length']:.0f}")
-    result["trainers"]["ppo_bootstrap"] = {"rows": rows, "steps_per_env": steps,
-                                           "network": f"{policy.actor_hidden}, obs norm {policy.obs_normalization}"}
-    result["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
+    trainer = {"rows": rows, "steps_per_env": steps, "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
+    if runner.iteration >= args.iterations:
+        trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
+    result["trainers"]["ppo_bootstrap"] = trainer
+    log(f"ppo_bootstrap: {runner.iteration} of {args.iterations} iterations")
     del runner
-    if not args.rsl_iterations:
+    if not args.rsl_iterations or elapsed() > args.deadline_s - args.eval_reserve_s:
         return result
 
-    # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner
+    # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner, saving into its own folder
     base = env.unwrapped
     base.reset()
     torch.manual_seed(args.seed)
@@ -282,31 +313,62 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     class Metered(RslRlVecEnvWrapper):
         def step(self, actions):  # noqa: ANN001, ANN202
             obs, rew, dones, extras = super().step(actions)
-            meter.add(rew, dones.bool())
+            # a time-out on a step that also ended the MDP counts as a fall, as the Runner counts it
+            meter.add(rew, dones.bool(), extras["time_outs"].bool() & ~base.reset_terminated)
             return obs, rew, dones, extras
 
     meter = EpisodeMeter(n, base.device)
     wrapped = Metered(base, clip_actions=agent.clip_actions)
-    rsl = create_rsl_rl_runner(wrapped, agent, log_dir=None)
-    rsl_rows: list[dict[str, Any]] = []
+    rsl_dir = out / "flat_rsl_rl"
+    rsl_dir.mkdir(parents=True, exist_ok=True)
+    rsl = create_rsl_rl_runner(wrapped, agent, log_dir=str(rsl_dir))
+    if (latest := newest_checkpoint(rsl_dir)) is not None:
+        rsl.load(str(latest))
+    done = rsl.current_learning_iteration
+    rows_file = rsl_dir / "rows.jsonl"
+    rsl_rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+    rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
+    rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
+    stop_at = args.deadline_s - args.eval_reserve_s
 
     def hook(it: int, collect_time: float, learn_time: float, **_: Any) -> None:
         sync()
         now = time.perf_counter()
-        ret, length, ended = meter.take()
+        ret, length, ended, timeouts = meter.take()
         rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
-                         "return": ret, "length": length, "ended": ended})
+                         "return": ret, "length": length, "ended": ended, "timeouts": timeouts})
         clock["t"] = now
-        if (it + 1) % 10 == 0:
+        with rows_file.open("a") as f:
+            f.write(json.dumps(rsl_rows[-1]) + "\n")
+        if (it + 1) % 50 == 0:
             log(f"rsl_rl it {it + 1}: {rsl_rows[-1]['wall_s']:.3f} s, return {ret:.2f}, length {length:.0f}")
+        if elapsed() > stop_at and it + 1 < args.rsl_iterations:
+            rsl.current_learning_iteration = it + 1  # the checkpoint counts the iterations done
+            rsl.save(str(rsl_dir / f"model_{it + 1}.pt"))
+            raise StopTraining
 
     rsl.logger.log = hook
-    randomize_episode_clocks(wrapped, args.seed)
-    clock["t"] = time.perf_counter()
-    rsl.learn(args.rsl_iterations, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
-    result["trainers"]["rsl_rl"] = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
-                                    "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
+    remaining = args.rsl_iterations - done
+    try:
+        if remaining > 0:
+            randomize_episode_clocks(wrapped, args.seed + done)
+            clock["t"] = time.perf_counter()
+            rsl.learn(remaining, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
+            rsl.current_learning_iteration = args.rsl_iterations
+            rsl.save(str(rsl_dir / f"model_{args.rsl_iterations}.pt"))
+    except StopTraining:
+        log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next call continues it")
+    trainer = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
+               "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
+    if rsl_rows and rsl_rows[-1]["it"] >= args.rsl_iterations:
+        # the same evaluator on the same env: the rsl-rl-lib file converted by Runner.load, saved as a Runner file
+        converted = rsl_dir / f"runner_model_{args.rsl_iterations}.pt"
+        judge_runner = Runner(env, runner_config(out / "flat_rsl_rl_converted"))
+        judge_runner.load(str(rsl_dir / f"model_{args.rsl_iterations}.pt"))
+        judge_runner.save(converted)
+        trainer["judged"] = judge_velocity_policy(env, converted, args)
+    result["trainers"]["rsl_rl"] = trainer
     return result
 
 
@@ -362,22 +424,30 @@ def print_tables(out: Path) -> None:
             print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median(rows, 'collect_s'):.3f} | "
                   f"{median(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
                   f"{last_mean(rows, 'length'):.0f} |")
-        for row in res.get("judged", []):
-            times = [fall["time_s"] for fall in row["falls"]]
-            when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
-            print(f"Runner's policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}"
-                  f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
-                  f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
-                  f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
-        print("\ncurve (every 10th iteration): it, return / length per trainer (episodes ended, of them timeouts)")
-        names = list(res["trainers"])
-        for i in range(9, max(len(t["rows"]) for t in res["trainers"].values()), 10):
-            cells = []
-            for name in names:
-                rows = res["trainers"][name]["rows"]
-                ends = f" ({rows[i]['ended']}, {rows[i]['timeouts']})" if i < len(rows) and "timeouts" in rows[i] else ""
-                cells.append(f"{rows[i]['return']:7.2f} / {rows[i]['length']:5.0f}{ends}" if i < len(rows) else "")
-            print(f"{i + 1:>5}  " + "  ".join(f"{name}: {c}" for name, c in zip(names, cells)))
+        judged = {name: tr.get("judged", []) for name, tr in res["trainers"].items()}
+        judged.setdefault("ppo_bootstrap", res.get("judged", []))  # older files kept Runner's rows apart
+        for name, rows in judged.items():
+            for row in rows:
+                times = [fall["time_s"] for fall in row["falls"]]
+                when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
+                print(f"{name} policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}"
+                      f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
+                      f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
+                      f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
+        block = 100
+        print(f"\nper {block} iterations: median s/it, env-steps/s, return and length (mean of the block's last 10), "
+              "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded)")
+        print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, tr in res["trainers"].items():
+            rows = tr["rows"]
+            for lo in range(0, len(rows), block):
+                part = rows[lo:lo + block]
+                wall = statistics.median(r["wall_s"] for r in part)
+                timeouts = f"{sum(r['timeouts'] for r in part):,}" if all("timeouts" in r for r in part) else "-"
+                print(f"| {name} | {part[0]['it']}-{part[-1]['it']} | {wall:.3f} | {tr['steps_per_env'] * n / wall:,.0f} | "
+                      f"{last_mean(part, 'return'):.2f} | {last_mean(part, 'length'):.0f} | "
+                      f"{sum(r['ended'] for r in part):,} | {timeouts} |")
     direct = out / "direct.json"
     if direct.exists():
         res = json.loads(direct.read_text())
