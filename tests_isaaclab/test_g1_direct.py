@@ -218,3 +218,31 @@ def test_the_solver_runs_with_the_mujoco_models_options():
             assert (int(opt.integrator), int(opt.cone), int(opt.solver)) == (3, 0, 2)  # implicitfast, pyramidal, Newton
         finally:
             env.close()
+
+
+def test_a_non_finite_state_ends_that_env_alone_as_a_blow_up_and_it_restarts_finite():
+    """A physics state that turned NaN in one env (here written into its joint velocities) is found
+    at the step: that env alone ends, truncated with the cause of its own (never a fall, never a
+    time limit), its post-reset observation is finite, and it steps on finite, as do the others."""
+    from isaac_adapter.isaaclab.robot import as_torch
+
+    env = build(3, 4)
+    try:
+        env.reset()
+        base = env.unwrapped
+        zeros = torch.zeros(3, env.num_actions)
+        env.step(zeros)
+        velocity = as_torch(base.robot.data.joint_vel)[1:2].clone().fill_(float("nan"))
+        base.robot.write_joint_velocity_to_sim_index(velocity=velocity, env_ids=torch.tensor([1]))
+        res = env.step(zeros)
+        assert res.truncated.tolist() == [False, True, False] and not res.terminated.any()
+        assert int(res.info["extras"]["termination_cause"][1]) == causes.CAUSE_NON_FINITE
+        assert all(torch.isfinite(group).all() for group in res.obs.values())
+        assert torch.isfinite(res.reward).all()
+        for _ in range(10):
+            res = env.step(zeros)
+            validate_step(3, res)
+            assert not (res.terminated | res.truncated).any()
+            assert all(torch.isfinite(group).all() for group in res.obs.values())
+    finally:
+        env.close()
