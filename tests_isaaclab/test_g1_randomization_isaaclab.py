@@ -44,6 +44,55 @@ def test_a_push_adds_the_kick_to_the_chosen_envs():
     assert (task.last_push[0, :2] != 0).all() and torch.equal(task.last_push[1:], torch.zeros_like(task.last_push[1:]))
 
 
+def test_every_physical_parameter_reaches_the_simulator_for_the_ended_envs_only():
+    """Masses, the base's centre of mass, armature, joint friction, stiffness and damping, written by
+    Isaac Lab's mask setters: the simulator's values of the ended envs are the nominal ones times
+    the draws (plus the offset), those of the others stay as they were."""
+    from isaac_adapter.isaaclab.robot import as_torch
+
+    env = build(4, link_mass_scale=(0.8, 1.2), base_com_offset=(-0.05, 0.05), armature_scale=(0.8, 1.2),
+                joint_friction_scale=(0.5, 2.0), kp_scale=(0.8, 1.2), kd_scale=(0.8, 1.2))
+    task = env.unwrapped
+    env.reset()
+    d, joints, links = task.robot.data, task._joint_index, task._link_index
+    read = {"mass": lambda: as_torch(d.body_mass)[:, links], "com": lambda: as_torch(d.body_com_pose_b)[:, task._base_index[0], :3],
+            "armature": lambda: as_torch(d.joint_armature)[:, joints], "friction": lambda: as_torch(d.joint_friction_coeff)[:, joints],
+            "stiffness": lambda: as_torch(d.joint_stiffness)[:, joints], "damping": lambda: as_torch(d.joint_damping)[:, joints]}
+    before = {k: f().clone() for k, f in read.items()}
+    task._reset_idx(torch.tensor([True, False, True, False]))
+    p, nominal = task.physics_params, task._nominal
+    expected = {"mass": nominal["mass"][:, links] * p["link_mass_scale"],
+                "com": nominal["com"][:, task._base_index[0], :3] + p["base_com_offset"],
+                "armature": nominal["armature"][:, joints] * p["armature_scale"],
+                "friction": nominal["friction"][:, joints] * p["joint_friction_scale"],
+                "stiffness": nominal["stiffness"][:, joints] * p["kp_scale"],
+                "damping": nominal["damping"][:, joints] * p["kd_scale"]}
+    for key, f in read.items():
+        now = f()
+        torch.testing.assert_close(now[[0, 2]], expected[key][[0, 2]], msg=key)
+        assert torch.equal(now[[1, 3]], before[key][[1, 3]]), key
+        assert not torch.allclose(now[[0, 2]], before[key][[0, 2]]), key
+
+
+def test_a_push_changes_the_chosen_envs_root_velocity_alone():
+    """The kick is added to the base's velocity of the chosen envs (every point of it: the spin is
+    kept), the others' velocities unchanged."""
+    from isaac_adapter.isaaclab.robot import as_torch
+
+    env = build(3, push_interval_s=(1.0, 2.0), push_velocity=(-0.5, 0.5))
+    task = env.unwrapped
+    env.reset()
+    for _ in range(3):
+        env.step(0.3 * torch.ones(3, env.num_actions))
+    d = task.robot.data
+    lin, ang = as_torch(d.root_link_lin_vel_w).clone(), as_torch(d.root_link_ang_vel_w).clone()
+    delta = torch.tensor([[0.4, -0.3, 0.0], [0.2, 0.2, 0.0], [0.1, 0.1, 0.0]])
+    task._push_root_velocity(torch.tensor([True, False, False]), delta)
+    torch.testing.assert_close(as_torch(d.root_link_lin_vel_w)[0], lin[0] + delta[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(as_torch(d.root_link_ang_vel_w), ang, atol=1e-6, rtol=0)
+    assert torch.equal(as_torch(d.root_link_lin_vel_w)[1:], lin[1:])
+
+
 def test_friction_randomization_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^randomization\.friction: Isaac Lab"):
         build(2, friction=(0.4, 1.0))

@@ -189,6 +189,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._link_ids = self.robot.find_bodies([g1.model.body(b).name for b in range(1, g1.model.nbody)],
                                                 preserve_order=True)[0]
         self._base_id = self.robot.find_bodies([assets.backend_names()["root_body"]], preserve_order=True)[0]
+        self._link_index, self._base_index = (torch.as_tensor(ids, dtype=torch.long, device=self.device)
+                                              for ids in (self._link_ids, self._base_id))
         self.num_links = len(self._link_ids)
         d = self.robot.data  # the nominal values the randomization scales
         self._nominal = {
@@ -249,34 +251,37 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self.robot.write_joint_velocity_to_sim_mask(velocity=joint_vel, env_mask=env_mask)
 
     def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
-        ids = torch.nonzero(mask).flatten()
-        if ids.numel() == 0:
-            return
-        nominal, robot, joints = self._nominal, self.robot, self._joint_ids
+        # Isaac Lab's mask setters take every row and keep the simulator's where the mask is off: no
+        # nonzero, no host synchronisation; the rows not randomized are written with their nominal values
+        env_mask = wp.from_torch(mask.contiguous(), dtype=wp.bool)
+        nominal, robot, joints = self._nominal, self.robot, self._joint_index
         if "link_mass_scale" in params:
-            masses = nominal["mass"][ids][:, self._link_ids] * params["link_mass_scale"][ids]
-            robot.set_masses_index(masses=masses, body_ids=self._link_ids, env_ids=ids)
+            masses = nominal["mass"].clone()
+            masses[:, self._link_index] *= params["link_mass_scale"]
+            robot.set_masses_mask(masses=masses, env_mask=env_mask)
         if "base_com_offset" in params:
-            com = nominal["com"][ids][:, self._base_id].clone()
-            com[..., :3] += params["base_com_offset"][ids].unsqueeze(1)
-            robot.set_coms_index(coms=com, body_ids=self._base_id, env_ids=ids)
-        for name, key, write in (("armature_scale", "armature", robot.write_joint_armature_to_sim_index),
-                                 ("kp_scale", "stiffness", robot.write_joint_stiffness_to_sim_index),
-                                 ("kd_scale", "damping", robot.write_joint_damping_to_sim_index)):
+            com = nominal["com"].clone()
+            com[:, self._base_index, :3] += params["base_com_offset"].unsqueeze(1)
+            robot.set_coms_mask(coms=com, env_mask=env_mask)
+        for name, key, write in (("armature_scale", "armature", robot.write_joint_armature_to_sim_mask),
+                                 ("kp_scale", "stiffness", robot.write_joint_stiffness_to_sim_mask),
+                                 ("kd_scale", "damping", robot.write_joint_damping_to_sim_mask)):
             if name in params:
-                write(**{key: nominal[key][ids][:, joints] * params[name][ids]}, joint_ids=joints, env_ids=ids)
+                values = nominal[key].clone()
+                values[:, joints] *= params[name]
+                write(**{key: values}, env_mask=env_mask)
         if "joint_friction_scale" in params:
-            robot.write_joint_friction_coefficient_to_sim_index(
-                joint_friction_coeff=nominal["friction"][ids][:, joints] * params["joint_friction_scale"][ids],
-                joint_ids=joints, env_ids=ids)
+            values = nominal["friction"].clone()
+            values[:, joints] *= params["joint_friction_scale"]
+            robot.write_joint_friction_coefficient_to_sim_mask(joint_friction_coeff=values, env_mask=env_mask)
 
     def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
-        ids = torch.nonzero(mask).flatten()
-        if ids.numel() == 0:
-            return
+        # the centre of mass's velocity is what the setter writes: kicked by delta with the spin kept,
+        # every point of the base moves delta faster; by mask, as above
         d = self.robot.data
-        velocity = torch.cat([as_torch(d.root_link_lin_vel_w)[ids] + delta[ids], as_torch(d.root_link_ang_vel_w)[ids]], -1)
-        self.robot.write_root_velocity_to_sim_index(root_velocity=velocity.contiguous(), env_ids=ids)
+        velocity = torch.cat([as_torch(d.root_com_lin_vel_w) + delta, as_torch(d.root_com_ang_vel_w)], -1)
+        self.robot.write_root_velocity_to_sim_mask(root_velocity=velocity.contiguous(),
+                                                   env_mask=wp.from_torch(mask.contiguous(), dtype=wp.bool))
 
     def _pre_physics_step(self, actions: torch.Tensor) -> None:
         self._stepping = True  # resets until the end of this step end episodes (see _reset_idx)
