@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
+from _common import add_solver_args, solver_overrides
 import torch
 
 from ppo_bootstrap import checkpoint
@@ -115,13 +116,10 @@ def main() -> None:
     parser.add_argument("--horizon-s", type=float, default=15.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--command", default="0.5,0.0,0.0", help="v_x,v_y,w_z for every env, or 'env' (mixed)")
-    parser.add_argument("--solver-iterations", type=int, default=None,
-                        help="the constraint solver's iterations (default: the G1 model's, as the gate runs)")
-    parser.add_argument("--ls-iterations", type=int, default=None, help="its line-search steps (default: the model's)")
+    add_solver_args(parser)
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args()
-    if any(v is not None and v < 1 for v in (args.solver_iterations, args.ls_iterations)):
-        parser.error("--solver-iterations and --ls-iterations must be >= 1")
+    solver = solver_overrides(args)
     torch.set_grad_enabled(False)
 
     run_dir = Path(args.run_dir)
@@ -133,8 +131,6 @@ def main() -> None:
     chosen = checkpoints(run_dir, args.every, args.iterations)
     # the task the run recorded (its command ranges too: a checkpoint that recorded none gets those of
     # its time, so that mixed-command figures stay comparable); --gait-clock for files that do not say
-    solver = {k: v for k, v in (("solver_iterations", args.solver_iterations), ("ls_iterations", args.ls_iterations))
-              if v is not None}
     env_cfg = checkpoint_walk_config(str(chosen[0][1]), gait_clock=True if args.gait_clock else None,
                                      num_envs=args.num_envs, seed=args.seed, device=device, **solver)
     env = G1WalkEnv(env_cfg, backend=args.backend)

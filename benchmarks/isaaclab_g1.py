@@ -238,8 +238,10 @@ class EpisodeMeter:
 
 def newest_checkpoint(run_dir: Path) -> Path | None:
     """``run_dir/model_<it>.pt`` of the highest iteration, or None."""
-    saved = sorted(run_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-    return saved[-1] if saved else None
+    from isaac_adapter.app.bench.time_to_walk import checkpoints
+
+    saved = checkpoints(run_dir)  # sorted by iteration
+    return saved[max(saved)] if saved else None
 
 
 class StopTraining(Exception):

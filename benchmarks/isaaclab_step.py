@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
+from _common import add_solver_args, solver_overrides
 import torch
 
 # the phases of one step, in the order DirectRLEnv.step runs them (methods of the env instance)
@@ -130,9 +131,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     spec = registry.get_task(args.task)
     if not spec.is_g1_walk:
         sys.exit(f"error: --task {args.task} is not one of the project's G1 walking tasks")
-    solver = {k: v for k, v in (("solver_iterations", args.solver_iterations), ("ls_iterations", args.ls_iterations))
-              if v is not None}
-    task = walk_config(preset=spec.config_preset, num_envs=args.num_envs, seed=args.seed, device=args.device, **solver)
+    task = walk_config(preset=spec.config_preset, num_envs=args.num_envs, seed=args.seed, device=args.device,
+                       **solver_overrides(args))
     env = make_g1_direct_env(task, reset_by_mask=not args.reset_by_ids)
     build_s = time.perf_counter() - t0
     base, device = env.unwrapped, env.device
@@ -238,9 +238,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset-by-ids", action="store_true",
                    help="Isaac Lab's own reset path (reset_buf.nonzero, compute_final_obs) instead of the mask")
-    p.add_argument("--solver-iterations", type=int, default=None,
-                   help="the constraint solver's iterations (default: the G1 model's, as training runs)")
-    p.add_argument("--ls-iterations", type=int, default=None, help="its line-search steps (default: the model's)")
+    add_solver_args(p)
     p.add_argument("--json", default=None, help="write the result here")
     p.add_argument("--table", nargs="+", default=None, metavar="JSON", help="print saved results instead")
     args = p.parse_args()
@@ -250,8 +248,7 @@ def main() -> None:
         return
     if args.num_envs <= 0 or args.steps <= 0 or args.warmup < 0:
         sys.exit("error: --num-envs and --steps must be positive, --warmup >= 0")
-    if any(v is not None and v < 1 for v in (args.solver_iterations, args.ls_iterations)):
-        sys.exit("error: --solver-iterations and --ls-iterations must be >= 1")
+    solver_overrides(args)  # checked before anything is built
     from isaac_adapter.tasks import registry
 
     try:

@@ -89,6 +89,11 @@ def mujoco_solver_options(model: Any) -> dict[str, Any]:
             "solver": name(mujoco.mjtSolver, opt.solver, "mjSOL_")}
 
 
+def warp_mask(mask: torch.Tensor) -> Any:
+    """``[N]`` bool as the ``wp.array`` Isaac Lab's ``*_mask`` setters and resets take (shares memory)."""
+    return wp.from_torch(mask.contiguous(), dtype=wp.bool)
+
+
 @configclass
 class G1WalkSceneCfg(InteractiveSceneCfg):
     ground = AssetBaseCfg(prim_path="/World/ground", spawn=sim_utils.GroundPlaneCfg())
@@ -239,7 +244,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         # Isaac Lab's mask writes take every row and keep the simulator's where the mask is off
-        env_mask = wp.from_torch(mask.contiguous(), dtype=wp.bool)
+        env_mask = warp_mask(mask)
         pose = torch.cat([qpos[:, :3] + self.scene.env_origins, qpos[:, [4, 5, 6, 3]]], dim=-1)
         self.robot.write_root_pose_to_sim_mask(root_pose=pose, env_mask=env_mask)
         self.robot.write_root_velocity_to_sim_mask(root_velocity=qvel[:, :6].contiguous(), env_mask=env_mask)
@@ -253,7 +258,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
         # Isaac Lab's mask setters take every row and keep the simulator's where the mask is off: no
         # nonzero, no host synchronisation; the rows not randomized are written with their nominal values
-        env_mask = wp.from_torch(mask.contiguous(), dtype=wp.bool)
+        env_mask = warp_mask(mask)
         nominal, robot, joints = self._nominal, self.robot, self._joint_index
         if "link_mass_scale" in params:
             masses = nominal["mass"].clone()
@@ -280,8 +285,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # every point of the base moves delta faster; by mask, as above
         d = self.robot.data
         velocity = torch.cat([as_torch(d.root_com_lin_vel_w) + delta, as_torch(d.root_com_ang_vel_w)], -1)
-        self.robot.write_root_velocity_to_sim_mask(root_velocity=velocity.contiguous(),
-                                                   env_mask=wp.from_torch(mask.contiguous(), dtype=wp.bool))
+        self.robot.write_root_velocity_to_sim_mask(root_velocity=velocity.contiguous(), env_mask=warp_mask(mask))
 
     def _pre_physics_step(self, actions: torch.Tensor) -> None:
         self._stepping = True  # resets until the end of this step end episodes (see _reset_idx)
@@ -315,7 +319,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             self.extras["log"].update(self._last_episode_log())
         if ended.dtype == torch.bool:
             # what DirectRLEnv._reset_idx does with ids, by mask (this env has no events or noise models)
-            env_mask = wp.from_torch(ended.contiguous(), dtype=wp.bool)
+            env_mask = warp_mask(ended)
             self.robot.reset(env_mask=env_mask)
             self.feet_contact.reset(env_mask=env_mask)
         else:

@@ -17,6 +17,7 @@ CHECKOUT = Path(__file__).resolve().parents[3]
 __all__ = [
     "CHECKOUT",
     "add_rollout_args",
+    "add_solver_args",
     "assemble_next_values",
     "checkout_env",
     "compute_gae",
@@ -25,6 +26,7 @@ __all__ = [
     "machine_line",
     "resolve_device",
     "resolve_rollout_args",
+    "solver_overrides",
 ]
 
 
@@ -65,6 +67,22 @@ def resolve_rollout_args(a) -> tuple[torch.device, int, int]:
     repeats = a.repeats if a.repeats is not None else (20 if cuda else 5)
     warmup = a.warmup if a.warmup is not None else (3 if cuda else 1)
     return device, repeats, warmup
+
+
+def add_solver_args(p) -> None:
+    """``--solver-iterations`` / ``--ls-iterations``: another constraint-solver budget than the G1 model's."""
+    p.add_argument("--solver-iterations", type=int, default=None,
+                   help="the constraint solver's iterations (default: the G1 model's)")
+    p.add_argument("--ls-iterations", type=int, default=None, help="its line-search steps (default: the model's)")
+
+
+def solver_overrides(a) -> dict[str, int]:
+    """The ``G1WalkConfig`` fields (``solver_iterations``, ``ls_iterations``) that :func:`add_solver_args`'s
+    flags set, only those given; one line and exit when one is below 1."""
+    given = {"solver_iterations": a.solver_iterations, "ls_iterations": a.ls_iterations}
+    if any(v is not None and v < 1 for v in given.values()):
+        raise SystemExit("error: --solver-iterations and --ls-iterations must be >= 1")
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def machine_line(device: torch.device) -> str:
