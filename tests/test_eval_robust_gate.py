@@ -7,14 +7,25 @@ import os
 
 import pytest
 
+import math
+
+import torch
+
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 from isaac_adapter.evaluation.gate import (
     ROBUST_GATE_RANDOMIZATION,
+    ROBUST_GATE_RECOVERY_S,
+    after_recovery,
+    judge_gate,
     GateConfig,
     GateLine,
     GateResult,
     gate_task_config,
     robust_gate_config,
 )
+from isaac_adapter.evaluation.judge import ThresholdSet
+from isaac_adapter.evaluation.synthetic import make_trace
+from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
 from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,13 +53,15 @@ def test_the_verdict_is_every_line_passing(values: list[float], passed: bool) ->
     assert table.startswith("robust gate: 6 commands x 1 noisy starts")
     assert "randomization: friction 0.4..1.2; link_mass_scale 0.9..1.1; push_interval_s 2..4; push_velocity -0.5..0.5" in table
     assert table.splitlines()[-2].split() == ["robust", "gate", "PASS" if passed else "FAIL"]
-    assert [row.split()[-1] for row in table.splitlines()[4:10]] == ["PASS" if line.passed else "FAIL" for line in result.lines]
+    assert "tracking and smoothness judged outside the 1 s after each push; falls throughout" in table
+    assert [row.split()[-1] for row in table.splitlines()[5:11]] == ["PASS" if line.passed else "FAIL" for line in result.lines]
 
 
 def test_the_robust_gate_is_the_walking_gate_with_the_randomization_on() -> None:
     robust, walking = robust_gate_config(), GateConfig()
     assert robust.randomization == ROBUST_GATE_RANDOMIZATION and not walking.randomization.enabled
     assert (robust.battery, robust.thresholds, robust.starts) == (walking.battery, walking.thresholds, walking.starts)
+    assert robust.recovery_s == ROBUST_GATE_RECOVERY_S == 1.0 and walking.recovery_s == 0
     rand = robust.randomization
     assert rand.push_interval_s == (2.0, 4.0) and rand.push_velocity == (-0.5, 0.5)
     assert rand.friction == (0.4, 1.2) and rand.link_mass_scale == (0.9, 1.1) and rand.action_delay_steps == (1, 1)
@@ -68,3 +81,60 @@ def test_the_robust_mode_prints_the_table_for_a_shipped_checkpoint(capsys) -> No
     assert rc == (0 if verdict.split()[-1] == "PASS" else 1)
     for name in ("falls (battery, all starts)", "tracking perf (battery)", "roll/pitch rate RMS (rad/s)"):
         assert name in out
+
+
+def test_after_recovery_leaves_out_the_kicked_step_and_the_ones_after_it() -> None:
+    # env 0 kicked at steps 1 and 6, env 1 never; 3 steps of recovery: 1, 2, 3 and 6, 7, 8 are out
+    pushed = torch.zeros(10, 2, dtype=torch.bool)
+    pushed[[1, 6], 0] = True
+    calm = after_recovery(pushed, 3)
+    assert calm[:, 0].tolist() == [True, False, False, False, True, True, False, False, False, True]
+    assert calm[:, 1].all()
+    assert after_recovery(pushed, 0).all() and not after_recovery(pushed, 20)[1:, 0].any()
+
+
+def test_the_robust_gate_judges_tracking_and_smoothness_outside_the_recoveries_and_falls_throughout() -> None:
+    """A kick at step 10 of every env: 0.5 s of 2 rad/s tilt rate and 1 m/s of velocity error, then
+    perfect walking; one battery env falls inside a recovery. With the 1 s recovery (50 steps at
+    20 ms) the rate and tracking lines see only the perfect steps and the fall still counts."""
+    rule = ThresholdSet(name="eval", eval_success_height=0.6, tilt_xy_max=0.8, lateral_vel_max=1.15,
+                        tilt_grace_s=0.4, lateral_grace_s=0.7)
+    walking, robust = GateConfig(starts=1), robust_gate_config(starts=1)
+    n, t = walking.num_envs, 200
+    height = torch.full((t, n), 0.75)
+    height[15:, 0] = 0.3  # the first battery env collapses 5 steps after its kick
+    trace = make_trace(t, n, base_height=height)
+    trace.command = walking.commands().expand(t, n, 3).clone()
+    trace.lin_vel_b = trace.command.clone()
+    trace.lin_vel_b[10:35, :, 0] += 1.0
+    trace.ang_vel_b = torch.zeros(t, n, 3)
+    trace.ang_vel_b[10:35, :, 0] = 2.0
+    trace.ang_vel_b[..., 2] = trace.command[..., 2]
+    trace.action, trace.joint_vel = torch.zeros(t, n, 29), torch.zeros(t, n, 29)
+    trace.pushed = torch.zeros(t, n, dtype=torch.bool)
+    trace.pushed[10] = True
+    legs = torch.tensor([0, 1, 2])
+    plain = {line.name: line.value for line in judge_gate(trace, rule, legs, walking).lines}
+    calm = {line.name: line.value for line in judge_gate(trace, rule, legs, robust).lines}
+    assert plain["roll/pitch rate RMS (rad/s)"] == pytest.approx(math.sqrt(4.0 * 25 / 200))
+    assert calm["roll/pitch rate RMS (rad/s)"] == 0.0 and calm["tracking perf (battery)"] == pytest.approx(1.0)
+    assert plain["tracking perf (battery)"] < 0.95
+    assert plain["falls (battery, all starts)"] == calm["falls (battery, all starts)"] == 1
+    trace.pushed = None
+    with pytest.raises(ValueError, match="records the pushes"):
+        judge_gate(trace, rule, legs, robust)
+
+
+def test_the_g1_probe_records_the_kicked_envs_of_each_step() -> None:
+    cfg = G1WalkConfig(num_envs=4, seed=0, physics_threads=1,
+                       randomization=RandomizationCfg(push_interval_s=(1.0, 2.0), push_velocity=(-0.5, 0.5)))
+    env = G1WalkEnv(cfg)
+    env.reset()
+    probe = G1WalkProbe(env)
+    env.push_steps_left = torch.tensor([1, 30, 1, 30])  # envs 0 and 2 are due at the next step
+    sample = probe.after_step(env.step(torch.zeros(4, env.num_actions)))
+    assert sample.pushed.tolist() == [True, False, True, False]
+    assert not probe.after_step(env.step(torch.zeros(4, env.num_actions))).pushed.any()
+    quiet = G1WalkEnv(G1WalkConfig(num_envs=2, seed=0, physics_threads=1))
+    quiet.reset()
+    assert G1WalkProbe(quiet).after_step(quiet.step(torch.zeros(2, quiet.num_actions))).pushed is None

@@ -506,3 +506,37 @@ def test_judge_acceptance_judges_the_closing_gait_acceptance() -> None:
     row = ttw.judge_checkpoint(shipped, settings, threads=1)
     assert row["passed"] and row["iteration"] == 1296 and "error" not in row
     assert [line["name"] for line in row["lines"]][0] == "falls (all envs)" and row["lines"][0]["value"] == 0
+
+
+def test_judge_robust_adds_the_robustness_gate_only_after_the_walking_gate_passes() -> None:
+    """--judge robust: the walking gate first; its pass runs the robustness gate, whose lines follow,
+    prefixed; the checkpoint passes when both do. A failed walking gate is the record as it is."""
+    a = ttw.parse_args(["--judge", "robust", "--gate-starts", "2"])[0]
+    assert ttw.gate_settings(a) == {"judge": "robust", "starts": 2, "horizon_s": 20.0, "seed": 0}
+
+    def result(passed: bool, name: str) -> dict:
+        return {"passed": passed, "per_command": {"forward": {"falls": 0.0}},
+                "lines": [{"name": name, "value": 1.0, "threshold": 0.0, "op": "<=", "passed": passed}]}
+
+    calls = []
+
+    def robust(passed: bool):
+        def run() -> dict:
+            calls.append(passed)
+            return result(passed, "falls (all envs)")
+        return run
+
+    failed = result(False, "falls (all envs)")
+    assert ttw.with_robust_gate(failed, robust(True)) is failed and calls == []
+    both = ttw.with_robust_gate(result(True, "falls (all envs)"), robust(True))
+    assert both["passed"] and calls == [True]
+    assert [line["name"] for line in both["lines"]] == ["falls (all envs)", "robust: falls (all envs)"]
+    assert set(both["per_command"]) == {"forward", "robust: forward"}
+    walks_only = ttw.with_robust_gate(result(True, "falls (all envs)"), robust(False))
+    assert not walks_only["passed"] and calls == [True, False]
+    assert [line["passed"] for line in walks_only["lines"]] == [True, False]
+    # the record's first checkpoint whose walking lines all passed, whatever its robust lines said
+    rows = [{"iteration": 40, "lines": failed["lines"]}, {"iteration": 60, "lines": walks_only["lines"]},
+            {"iteration": 80, "lines": both["lines"]}]
+    assert ttw.walking_first_pass(rows)["iteration"] == 60
+    assert ttw.walking_first_pass(rows[:1] + [{"iteration": 60, "lines": result(True, "falls (all envs)")["lines"]}]) is None

@@ -285,6 +285,15 @@ class ModelParams:
                 b = int(model.body_parentid[b])
         self.subtree = torch.as_tensor(subtree)
         self.actuated_dofs = torch.as_tensor(layout.joint_v)
+        self.friction_index = torch.as_tensor(self.friction_rows)
+
+    def to(self, device: str | torch.device) -> "ModelParams":
+        """Keep the nominal values and indices on ``device``, where :meth:`values` is called: a CUDA
+        graph cannot record a copy from pageable host memory, and each copy would be a host sync."""
+        self.nominal = {k: v.to(device) for k, v in self.nominal.items()}
+        self.subtree, self.actuated_dofs, self.friction_index = (
+            t.to(device) for t in (self.subtree, self.actuated_dofs, self.friction_index))
+        return self
 
     def fields(self, params: Sequence[str]) -> tuple[str, ...]:
         """The model fields that parameters ``params`` write, each once."""
@@ -311,7 +320,7 @@ class ModelParams:
         p = {k: v.to(dev, torch.float64) for k, v in params.items()}
         dofs = self.actuated_dofs.to(dev)
         if "friction" in p:
-            field_(self.friction_field)[:, torch.as_tensor(self.friction_rows, device=dev), :2] = p["friction"][:, None, None]
+            field_(self.friction_field)[:, self.friction_index.to(dev), :2] = p["friction"][:, None, None]
         if "link_mass_scale" in p:
             scale = torch.cat([torch.ones(n, 1, dtype=torch.float64, device=dev), p["link_mass_scale"]], dim=1)
             mass = field_("body_mass")

@@ -240,7 +240,7 @@ class MujocoWarpBackend:
         self.njmax = int(njmax) if njmax is not None else max_rows
         mjd = mujoco.MjData(model)
         mujoco.mj_forward(model, mjd)
-        self._params = ModelParams(model, layout)
+        self._params = ModelParams(model, layout).to(self.device)
         self.num_links = self._params.num_links
         batched = self._params.fields(tuple(randomized))
         with wp.ScopedDevice(self._wp_device):

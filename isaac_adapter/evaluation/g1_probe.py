@@ -106,6 +106,8 @@ class G1WalkProbe:
             env_cause=cause,
             action=action,
             joint_vel=s.joint_vel,
+            # a kick leaves last_push non-zero for the step it happened in (ended envs are not kicked)
+            pushed=(self.task.last_push != 0).any(-1) if self.task.task_cfg.randomization.pushes else None,
         )
 
     def current(self) -> StepSample:

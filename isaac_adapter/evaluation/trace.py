@@ -40,6 +40,8 @@ class StepSample:
         action: optional ``[N, A]`` action the step applied (policy units, after the task's clip);
             None when the probe does not record it. Only the gate's smoothness metrics read it.
         joint_vel: optional ``[N, J]`` joint velocities (rad/s), same rule as ``action``.
+        pushed: optional ``[N]`` bool, the env's robot was kicked during this step (the task's
+            pushes); None when the task does not push. The robustness gate reads it.
     """
 
     root_pos_w: torch.Tensor
@@ -52,6 +54,7 @@ class StepSample:
     env_cause: torch.Tensor
     action: torch.Tensor | None = None
     joint_vel: torch.Tensor | None = None
+    pushed: torch.Tensor | None = None
 
 
 @dataclass(kw_only=True)

@@ -69,7 +69,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from isaac_adapter.app.bench.common import format_table
 
@@ -334,6 +334,12 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: startup {st['setup']:.1f} s to import and configure, "
                        f"{st['env']:.1f} s to build the env, {st['learner']:.1f} s to build the learner; first "
                        f"iteration done {_num(r.get('first_iteration_s'), '.1f', ' s')} after launch")
+        walking = walking_first_pass(r["judged"])
+        if walking is not None:  # --judge robust: where the walking gate alone passed first
+            a_walk = measure_a(walking.get("samples"), r.get("steady_steps_per_s"))
+            out.append(f"{label(r)} seed {r['seed']}: the walking gate alone first passed at iteration "
+                       f"{walking['iteration']} ({_num(walking.get('samples'), ',.0f')} samples, (a) "
+                       f"{_num(a_walk, '.1f', ' s')}); the robustness gate judged there and after")
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(
@@ -472,6 +478,32 @@ def _judge_init(threads: int, nice: int = 0) -> None:
     torch.set_grad_enabled(False)
 
 
+#: what a robustness-gate line's name starts with in a ``--judge robust`` record
+ROBUST_PREFIX = "robust: "
+
+
+def with_robust_gate(walking: dict[str, Any], robust: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``--judge robust``: the walking gate's result ``walking``, and when it passed, the robustness
+    gate's (``robust()``, run only then: a policy that fails without pushes fails with them) after it,
+    its lines named ``robust: <line>``; passed when both passed."""
+    if not walking["passed"]:
+        return walking
+    extra = robust()
+    lines = walking["lines"] + [{**line, "name": ROBUST_PREFIX + line["name"]} for line in extra["lines"]]
+    per_command = {**walking["per_command"], **{ROBUST_PREFIX + k: v for k, v in extra["per_command"].items()}}
+    return {**walking, "passed": walking["passed"] and extra["passed"], "lines": lines, "per_command": per_command}
+
+
+def walking_first_pass(judged: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """In a ``--judge robust`` record, the first judged checkpoint whose walking-gate lines all
+    passed (its robustness lines, :data:`ROBUST_PREFIX`, set aside); None in other records."""
+    rows = sorted((r for r in judged if r.get("lines")), key=lambda r: r["iteration"])
+    if not any(line["name"].startswith(ROBUST_PREFIX) for r in rows for line in r["lines"]):
+        return None
+    return next((r for r in rows if all(line.get("passed") for line in r["lines"]
+                                        if not line["name"].startswith(ROBUST_PREFIX))), None)
+
+
 def judge_checkpoint(path: str, gate: dict[str, Any], threads: int) -> dict[str, Any]:
     """Run the gate on one checkpoint on CPU MuJoCo (what benchmarks/g1_gate.py does), or with
     ``gate["judge"] == "acceptance"`` training's closing gait acceptance; never raises."""
@@ -480,18 +512,22 @@ def judge_checkpoint(path: str, gate: dict[str, Any], threads: int) -> dict[str,
     try:
         from ppo_bootstrap import checkpoint
 
-        from isaac_adapter.evaluation.gate import GateConfig, acceptance_checkpoint, gate_checkpoint
+        from isaac_adapter.evaluation.gate import GateConfig, acceptance_checkpoint, gate_checkpoint, robust_gate_config
 
         ckpt = checkpoint.read(path)
         out.update(iteration=int(ckpt.get("iteration", -1)), total_steps=int(ckpt.get("total_steps", 0)),
                    world_size=int(ckpt.get("world_size", 1)))
         del ckpt
         settings = dict(gate)
-        if settings.pop("judge", "gate") == "acceptance":
+        judge = settings.pop("judge", "gate")
+        if judge == "acceptance":
             result = acceptance_checkpoint(path, settings["starts"], settings["seed"], physics_threads=threads)
         else:
             result = gate_checkpoint(path, GateConfig(**settings), physics_threads=threads)
         result = result.as_dict()
+        if judge == "robust":
+            result = with_robust_gate(result, lambda: gate_checkpoint(
+                path, robust_gate_config(**settings), physics_threads=threads).as_dict())
         out.update(passed=result["passed"], lines=result["lines"], per_command=result["per_command"])
     except Exception as err:  # a checkpoint that cannot be judged fails, with the reason in the record
         out.update(passed=False, error=f"{type(err).__name__}: {err}")
@@ -650,7 +686,8 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
 def gate_settings(a: argparse.Namespace) -> dict[str, Any]:
     if a.judge == "acceptance":  # 5 s at 0.5 m/s in --acceptance-envs noisy starts
         return {"judge": "acceptance", "starts": a.acceptance_envs, "seed": a.gate_seed}
-    return {"starts": a.gate_starts, "horizon_s": a.gate_horizon_s, "seed": a.gate_seed}
+    walking = {"starts": a.gate_starts, "horizon_s": a.gate_horizon_s, "seed": a.gate_seed}
+    return {"judge": "robust", **walking} if a.judge == "robust" else walking
 
 
 def check_device(a: argparse.Namespace) -> None:
@@ -815,8 +852,9 @@ def describe(results: dict[str, Any]) -> str:
                     f"cache {s['warp_cache']}; judges: {s['judge_workers']} x {s['judge_threads']} threads"
                     + (f", nice {s['judge_nice']}" if s.get("judge_nice") else "")
                     + (", after each run (the trainer alone)" if s.get("judge_when") == "after" else ""))
-    judged = (f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s" if gate.get("judge") != "acceptance"
-              else f"gate = gait acceptance: {gate.get('starts')} envs x 5 s at 0.5 m/s")
+    judged = (f"gate = gait acceptance: {gate.get('starts')} envs x 5 s at 0.5 m/s" if gate.get("judge") == "acceptance"
+              else f"gate: {gate.get('starts')} starts x {gate.get('horizon_s')} s"
+              + (", then the robustness gate (the same, randomized)" if gate.get("judge") == "robust" else ""))
     head.append(f"{judged}, seed {gate.get('seed')}; steady samples/s: median after {s.get('warmup_iterations')} "
                 "warm-up iterations; (a) = samples to gate / steady samples/s; (b) = checkpoint written - launch")
     return "\n".join(head)
@@ -864,9 +902,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    "trainer has exited (budget or --max-iterations), so it trains alone")
     p.add_argument("--warmup-iterations", type=int, default=5, help="iterations left out of the steady samples/s")
     p.add_argument("--stop-timeout-s", type=float, default=120.0, help="after SIGTERM, SIGKILL a trainer after this")
-    p.add_argument("--judge", choices=("gate", "acceptance"), default="gate",
-                   help="what a checkpoint must pass: the walking gate, or training's closing gait acceptance "
-                        "(0.5 m/s forward, 5 s, no falls, air time, double support, cadence, tracking)")
+    p.add_argument("--judge", choices=("gate", "acceptance", "robust"), default="gate",
+                   help="what a checkpoint must pass: the walking gate; training's closing gait acceptance "
+                        "(0.5 m/s forward, 5 s, no falls, air time, double support, cadence, tracking); or robust: "
+                        "the walking gate and then the robustness gate (benchmarks/g1_gate.py --robust)")
     p.add_argument("--acceptance-envs", type=int, default=32, help="--judge acceptance: envs (noisy starts)")
     p.add_argument("--gate-starts", type=int, default=GateConfig.starts, help="the gate's noisy starts per command")
     p.add_argument("--gate-horizon-s", type=float, default=GateConfig.horizon_s)
