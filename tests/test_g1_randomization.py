@@ -225,3 +225,40 @@ def test_a_bad_setting_in_code_is_caught_at_construction() -> None:
         G1WalkConfig(randomization={"friction": (-1.0, 1.0)})
     with pytest.raises(ValueError, match=r"randomization: no field 'frction'"):
         G1WalkConfig(randomization={"frction": (0.5, 1.0)})
+
+
+def test_model_params_on_a_device_copy_nothing_from_the_host_per_draw() -> None:
+    """``ModelParams.to(device)`` (what the Warp backend does at build): ``values`` then copies no
+    host tensor to that device. A CUDA graph cannot record such a copy (the randomized reset inside
+    ``--cuda-graph-step`` failed on one), and outside a graph each is a host synchronisation. The
+    meta device stands in for CUDA."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from isaac_adapter.backends.layout import ModelParams
+
+    class HostCopies(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            target = kwargs.get("device")
+            if func in (torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default) and tensors:
+                source = tensors[-1].device
+                dest = target if target is not None else tensors[0].device
+                if source.type == "cpu" and torch.device(dest).type != "cpu":
+                    self.seen.append(str(func))
+            return func(*args, **kwargs)
+
+    env = _env(**PHYSICS)
+    host = ModelParams(env.backend.model, env.backend._params.layout)
+    params = {k: v.double() for k, v in env.physics_params.items()}
+    expected = host.values(params)
+    on_meta = ModelParams(env.backend.model, host.layout).to("meta")
+    meta_params = {k: v.to("meta") for k, v in params.items()}
+    with HostCopies() as mode:
+        out = on_meta.values(meta_params)
+    assert mode.seen == [] and set(out) == set(expected)
+    assert all(v.device.type == "meta" and v.shape == expected[k].shape for k, v in out.items())
