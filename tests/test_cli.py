@@ -166,9 +166,15 @@ def test_the_cpu_recipe_is_the_default_off_a_gpu_and_brings_its_sizes(tmp_path):
     assert runner.env.num_envs == 4 and runner.iteration == 1  # the flags win over the task's 1,024 and 1,000
     spec = registry.get_task("G1-Walk-Clock-CPU-v0")
     assert (spec.num_envs, spec.max_iterations, spec.symmetry) == (1024, 1000, "loss")
-    off = g1_walk.main(["--task", "G1-Walk-Clock-CPU-v0", "--symmetry", "off", "--num_envs", "4", "--max_iterations",
-                        "1", "--log-dir", str(tmp_path / "off")])
-    assert not off.cfg.ppo.uses_symmetry  # the command line's --symmetry wins over the task's
+    assert runner.cfg.torch_threads == 0  # the update on every core torch sees, not the Runner's half
+    before = torch.get_num_threads()
+    try:
+        off = g1_walk.main(["--task", "G1-Walk-Clock-CPU-v0", "--symmetry", "off", "--num_envs", "4", "--max_iterations",
+                            "1", "--torch-threads", "1", "--log-dir", str(tmp_path / "off")])
+        # the command line's --symmetry and --torch-threads win over the task's (the Runner once reset the latter)
+        assert not off.cfg.ppo.uses_symmetry and off.cfg.torch_threads == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):

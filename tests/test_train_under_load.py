@@ -58,3 +58,11 @@ def test_table_compares_with_the_row_alone() -> None:
     lines = tul.table(results, workers=4).splitlines()
     assert lines[2].split() == ["alone", "-", "16", "default", "85.0", "42.0", "400,000", "1.00"]
     assert lines[3].split() == ["judges-pinned", "4", "judges", "4", "default", "85.0", "127.0", "240,000", "0.60"]
+
+
+def test_its_judges_get_the_walking_gates_settings() -> None:
+    """The benchmark's parsed flags give the judges the walking gate (it has no ``--judge``)."""
+    from isaac_adapter.app.bench import time_to_walk as ttw
+
+    a, _ = tul.parse_args(["--gate-starts", "3", "--gate-seed", "7", "--trainer-cpus", "1"])
+    assert ttw.gate_settings(a) == {"starts": 3, "horizon_s": a.gate_horizon_s, "seed": 7}

@@ -134,6 +134,8 @@ def train(args: Args) -> Runner:
     cfg = apply_overrides({"agent": cfg}, list(spec.agent))["agent"]
     if args.num_steps_per_env is not None:
         cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
+    if args.torch_threads:  # else the Runner would set its own choice over the flag's
+        cfg = dataclasses.replace(cfg, torch_threads=args.torch_threads)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
     env_start = time.perf_counter()

@@ -684,10 +684,11 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
 
 
 def gate_settings(a: argparse.Namespace) -> dict[str, Any]:
-    if a.judge == "acceptance":  # 5 s at 0.5 m/s in --acceptance-envs noisy starts
+    judge = getattr(a, "judge", "gate")  # benchmarks that judge with the walking gate alone have no --judge
+    if judge == "acceptance":  # 5 s at 0.5 m/s in --acceptance-envs noisy starts
         return {"judge": "acceptance", "starts": a.acceptance_envs, "seed": a.gate_seed}
     walking = {"starts": a.gate_starts, "horizon_s": a.gate_horizon_s, "seed": a.gate_seed}
-    return {"judge": "robust", **walking} if a.judge == "robust" else walking
+    return {"judge": "robust", **walking} if judge == "robust" else walking
 
 
 def check_device(a: argparse.Namespace) -> None:
