@@ -105,7 +105,7 @@ FAST_AGENT = ("agent.num_steps_per_env=12", "agent.ppo.desired_kl=0.02")
 #: per update (``PPOConfig.adaptive_every``): per mini-batch, none of four runs at 512-1,024 envs met
 #: the stepping criteria within 7-12M samples (BENCHMARKS.md, "Time to walk on a 2-core CPU"). The
 #: update takes every core torch sees (``torch_threads=0``, torch's own setting): MuJoCo's batch step
-#: and the update never run at once, and on 2 cores the update took 0.82 s against 1.77 s on the
+#: and the update never run at once, and on 2 cores the update took about half the time of the
 #: Runner's default of half the cores (BENCHMARKS.md, same section).
 CPU_THREADS = "agent.torch_threads=0"  # how fast it runs, not what it learns
 CPU_AGENT = (*FAST_AGENT, "agent.ppo.adaptive_every=update", "agent.policy.actor_hidden=[256,128,64]",
