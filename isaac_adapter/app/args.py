@@ -101,7 +101,8 @@ class Args:
                                choices=("off", "augment", "loss", "both"))
     symmetry_loss_coef: float | None = arg(None, "weight of the mirror loss with --symmetry loss or both (default "
                                            "1.0)", commands=(TRAIN,), type=float)
-    torch_threads: int | None = arg(None, "CPU threads for torch (default: the Runner's choice)", commands=(TRAIN,),
+    torch_threads: int | None = arg(None, "CPU threads for torch (default: the task's agent.torch_threads, else the "
+                                    "Runner's half of the cores; 1 on a machine busy with other work)", commands=(TRAIN,),
                                     type=int)
     tf32: bool = arg(False, "TensorFloat-32 matmuls on the GPU (Ampere and newer), as Isaac Lab's train scripts set: "
                      "faster updates with a 10-bit mantissa in the products", commands=(TRAIN,))
