@@ -1,6 +1,7 @@
 """Where an Isaac Lab env step of the G1 task spends its time: Isaac Lab alone, the adapter, the policy.
 
     python benchmarks/isaaclab_step.py --task G1-Walk-Clock-Fast-v2 --num-envs 4096 --device cuda:0 --json out.json
+    python benchmarks/isaaclab_step.py --num-envs 4096 --graph-step --json out.json
     python benchmarks/isaaclab_step.py --table out_4096.json out_16384.json
 
 One process builds one env (Isaac Lab allows one simulation per process), then measures, each over
@@ -16,6 +17,10 @@ env's reset by mask (:mod:`isaac_adapter.isaaclab.g1_direct`).
 * ``adapter+checks``: with the Runner's per-step protocol checks (``validate_step``) on;
 * ``adapter+policy``: the collection loop's inner step: the policy's forward pass (the task's default
   network, normalizer included) and the adapter step;
+* with ``--graph-step``, the same rows with the step recorded once in a CUDA graph and replayed
+  (``G1WalkDirectEnv.cuda_graph``, Newton's physics inside it), and a check that the replayed
+  step behaves as the eager one: mean reward and episode ends per step over ``--steps`` steps
+  each (random actions; not bitwise, the random streams differ);
 * a phase table: one more pass in which every phase of the step is bracketed by device
   synchronisations (so the phases add up to more than the unbracketed step), with the host
   synchronisations torch reports inside each phase (``torch.cuda.set_sync_debug_mode("warn")``).
@@ -30,6 +35,7 @@ import json
 import statistics
 import sys
 import time
+import traceback
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -107,6 +113,29 @@ def instrument(base: Any, timer: PhaseTimer) -> None:
         setattr(owner, name, timer.wrap("physics", getattr(owner, name)))
 
 
+def print_sync_sites(base: Any, random_actions: Callable[[], torch.Tensor], device: torch.device) -> None:
+    """Print where one eager step synchronises the host with the GPU (torch's sync debug mode), each
+    site once: what a recorded step cannot contain."""
+    sites: dict[str, int] = defaultdict(int)
+
+    def note(message: Any, *_: Any, **__: Any) -> None:
+        if "synchroniz" in str(message):
+            frames = [f for f in traceback.extract_stack()[:-1] if "warnings" not in f.filename][-6:]
+            sites["\n    ".join(f"{f.filename.split('site-packages/')[-1]}:{f.lineno} {f.name}" for f in frames)] += 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = note
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            base.step(random_actions())
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    print(f"host syncs in one eager step: {sum(sites.values())}", flush=True)
+    for where, count in sites.items():
+        print(f"  {count}x\n    {where}", flush=True)
+
+
 def timed_steps(step: Callable[[], Any], steps: int, warmup: int, device: torch.device) -> float:
     """Seconds per step over ``steps`` calls after ``warmup`` untimed ones."""
     for _ in range(warmup):
@@ -174,6 +203,36 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     row("adapter+policy", timed_steps(policy_step, args.steps, args.warmup, device))
 
+    behaviour = {}
+    if args.graph_step:
+        def stats(graph: bool) -> dict[str, float]:
+            """Mean reward and episode ends per step over --steps steps (device sums, one read)."""
+            base.cuda_graph = graph
+            reward = torch.zeros((), device=device)
+            ends = torch.zeros((), device=device)
+            for _ in range(args.steps):
+                _, r, terminated, time_outs, _ = base.step(random_actions())
+                reward += r.mean()
+                ends += (terminated | time_outs).sum()
+            return {"mean_reward": reward.item() / args.steps, "ends_per_step": ends.item() / args.steps}
+
+        behaviour["eager"] = stats(False)
+        try:
+            behaviour["graph"] = stats(True)
+        except Exception as err:  # what stopped the recording, and where a plain step waits on the GPU
+            base.cuda_graph = False
+            print(f"graph step failed: {type(err).__name__}: {err}", flush=True)
+            traceback.print_exc(limit=-12)
+            print_sync_sites(base, random_actions, device)
+            raise SystemExit(3)
+        base.cuda_graph = True
+        row("isaaclab graph", timed_steps(lambda: base.step(random_actions()), args.steps, args.warmup, device))
+        row("adapter graph", timed_steps(lambda: env.step(random_actions()), args.steps, args.warmup, device))
+        state["obs"] = env.reset()
+        row("adapter+policy graph", timed_steps(policy_step, args.steps, args.warmup, device))
+        base.cuda_graph = False
+        print(f"  behaviour per step: eager {behaviour['eager']}, graph {behaviour['graph']}", flush=True)
+
     # the phase table: every phase bracketed by device syncs, host syncs counted per phase
     timer = PhaseTimer(device)
     instrument(base, timer)
@@ -203,7 +262,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     solver_cfg = base.cfg.sim.physics.solver_cfg
     return {"task": args.task, "num_envs": n, "reset": "ids" if args.reset_by_ids else "mask", "device": str(device),
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            "build_s": build_s, "first_step_s": first_step_s, "steps": args.steps, "rows": rows,
+            "build_s": build_s, "first_step_s": first_step_s, "steps": args.steps, "rows": rows, "behaviour": behaviour,
             "phases": phases, "phase_steps": steps, "ended_fraction_last_step": ends,
             "solver": {"iterations": solver_cfg.iterations, "ls_iterations": solver_cfg.ls_iterations,
                        "tolerance": solver_cfg.tolerance}}
@@ -220,6 +279,8 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"solver: {sv['iterations']} iterations, {sv['ls_iterations']} line-search steps, tolerance {sv['tolerance']:g}")
     print(format_table(["step", "ms/step", "env-steps/s"],
                        [[r["what"], f"{r['ms_per_step']:.2f}", f"{r['env_steps_per_s']:,.0f}"] for r in result["rows"]]))
+    for mode, b in result.get("behaviour", {}).items():
+        print(f"{mode}: mean reward {b['mean_reward']:.4f} per step, {b['ends_per_step']:.2f} episode ends per step")
     total = sum(p["ms_per_step"] for p in result["phases"])
     print(f"\nphases, each bracketed by device syncs ({result['phase_steps']} steps; sum {total:.2f} ms/step):")
     print(format_table(["phase", "ms/step", "share", "calls/step", "host syncs/step", "what"],
@@ -238,6 +299,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset-by-ids", action="store_true",
                    help="Isaac Lab's own reset path (reset_buf.nonzero, compute_final_obs) instead of the mask")
+    p.add_argument("--graph-step", action="store_true",
+                   help="also time the step recorded in one CUDA graph and replayed (G1WalkDirectEnv.cuda_graph)")
     add_solver_args(p)
     p.add_argument("--json", default=None, help="write the result here")
     p.add_argument("--table", nargs="+", default=None, metavar="JSON", help="print saved results instead")
@@ -248,6 +311,8 @@ def main() -> None:
         return
     if args.num_envs <= 0 or args.steps <= 0 or args.warmup < 0:
         sys.exit("error: --num-envs and --steps must be positive, --warmup >= 0")
+    if args.graph_step and (args.reset_by_ids or not args.device.startswith("cuda")):
+        sys.exit("error: --graph-step records the step on CUDA with the reset by mask; drop --reset-by-ids, use --device cuda")
     solver_overrides(args)  # checked before anything is built
     from isaac_adapter.tasks import registry
 

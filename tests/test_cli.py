@@ -53,7 +53,7 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["--task", "G1-Walk-Clock-Fast-v1", "--num-steps-per-env", "0"],
      "--num-steps-per-env 0: a PPO iteration needs at least 1 env step per env (the G1 recipes use 12 or 24)"),
     (["--cuda-graph-step", "--sim", "mujoco"],
-     "--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; this run is G1-Walk-Clock-CPU-v0 on --sim mujoco on cpu"),
+     "--cuda-graph-step: records the G1-Walk env on --sim warp or isaaclab on a GPU; this run is G1-Walk-Clock-CPU-v0 on --sim mujoco on cpu"),
 ])
 def test_usage_errors_are_one_line_before_any_env(argv, expected, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)

@@ -113,7 +113,7 @@ def test_graph_outputs_are_copied_out_whole_and_once() -> None:
     )
     outputs = _Outputs(result)
     copied = outputs.copy()
-    for t in (result.reward, result.obs["policy"], result.final_obs_all["critic"], outputs.log):
+    for t in (result.reward, result.obs["policy"], result.final_obs_all["critic"], *(s for *_, s in outputs.logs)):
         t.add_(7)  # the next replay overwrites the graph's tensors
     truncated.logical_not_()
     assert copied.reward.tolist() == [1.0, 2.0] and copied.obs["policy"].eq(1).all()
@@ -123,12 +123,35 @@ def test_graph_outputs_are_copied_out_whole_and_once() -> None:
     assert copied.info["termination_cause"].tolist() == [1, 4] and copied.final_env_ids is None
 
 
+def test_isaac_lab_step_outputs_are_copied_out_whole_and_once() -> None:
+    # DirectRLEnv.step's (obs, reward, terminated, time_outs, extras), extras holding the dense final
+    # observations and the log
+    time_outs = torch.tensor([True, False])
+    obs = {"policy": torch.ones(2, 3)}
+    extras = {"final_obs": {"policy": torch.full((2, 3), 2.0)}, "time_outs": time_outs,
+              "log": {"Episode_Termination/height": torch.tensor(1.0), "Curriculum/x": torch.tensor(0.5)}}
+    result = (obs, torch.tensor([0.5, -1.0]), torch.tensor([False, True]), time_outs, extras)
+    outputs = _Outputs(result)
+    copied = outputs.copy()
+    for t in (obs["policy"], extras["final_obs"]["policy"], result[1], *(s for *_, s in outputs.logs)):
+        t.mul_(0)  # the next replay overwrites the graph's tensors
+    time_outs.logical_not_()
+    c_obs, c_reward, c_terminated, c_time_outs, c_extras = copied
+    assert isinstance(copied, tuple) and c_obs["policy"].eq(1).all() and c_reward.tolist() == [0.5, -1.0]
+    assert c_extras["final_obs"]["policy"].eq(2).all() and c_terminated.tolist() == [False, True]
+    assert c_extras["time_outs"] is c_time_outs and c_time_outs.tolist() == [True, False]
+    assert {k: v.item() for k, v in c_extras["log"].items()} == {"Episode_Termination/height": 1.0, "Curriculum/x": 0.5}
+    assert c_extras is not extras and c_obs is not obs
+
+
 def test_log_numbers_cannot_be_recorded() -> None:
     result = StepResult(obs={}, reward=torch.zeros(1), terminated=torch.zeros(1, dtype=torch.bool),
                         truncated=torch.zeros(1, dtype=torch.bool), final_obs=None, final_env_ids=None,
                         info={"log": {"Curriculum/x": 0.25}})
     with pytest.raises(ValueError, match=r"Curriculum/x"):
         _Outputs(result)
+    with pytest.raises(ValueError, match=r"Episode/x"):
+        _Outputs(({}, torch.zeros(1), None, None, {"log": {"Episode/x": 3}}))
 
 
 def test_a_cpu_env_refuses_the_graph_in_one_line() -> None:

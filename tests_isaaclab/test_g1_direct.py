@@ -246,3 +246,56 @@ def test_a_non_finite_state_ends_that_env_alone_as_a_blow_up_and_it_restarts_fin
             assert all(torch.isfinite(group).all() for group in res.obs.values())
     finally:
         env.close()
+
+
+def test_the_state_read_from_base_data_is_isaac_labs_derived_state():
+    """``_read_robot_state`` reads only Isaac Lab's base data (link poses, centre-of-mass velocities
+    and offsets), which a recorded CUDA graph may hold, and derives the link velocities and the
+    whole-body centre of mass itself: they equal Isaac Lab's own derived properties (the ones
+    Isaac Lab refuses inside a capture), on a robot tumbling under random actions."""
+    from isaac_adapter.isaaclab.robot import as_torch
+
+    env = build(4, 4)
+    try:
+        base = env.unwrapped
+        env.reset()
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(25):
+            env.step(0.8 * torch.randn(4, env.num_actions, generator=gen))
+        state, d, origins = base._read_robot_state(), base.robot.data, base.scene.env_origins
+        mass = as_torch(d.body_mass).double()
+        com = (as_torch(d.body_com_pos_w).double() * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
+        feet = base._foot_index
+        expected = {
+            "root_pos_w": as_torch(d.root_link_pos_w) - origins,
+            "root_quat_w": as_torch(d.root_link_quat_w)[:, [3, 0, 1, 2]],
+            "root_lin_vel_w": as_torch(d.root_link_lin_vel_w),
+            "root_ang_vel_w": as_torch(d.root_link_ang_vel_w),
+            "foot_pos_w": as_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
+            "foot_lin_vel_w": as_torch(d.body_link_lin_vel_w)[:, feet],
+            "com_pos_w": (com - origins.double()).float(),
+        }
+        assert as_torch(d.root_link_ang_vel_w).abs().max() > 0.1  # the robots do move
+        for name, value in expected.items():
+            torch.testing.assert_close(getattr(state, name), value.float(), atol=2e-5, rtol=1e-5, msg=name)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("reset_by_mask", [True, False])
+def test_a_step_graph_that_cannot_be_recorded_is_refused_in_one_line(reset_by_mask):
+    """``cuda_graph`` records on CUDA with the reset by mask only; elsewhere the first step says why,
+    before anything is recorded, and the env steps on eagerly once the flag is off."""
+    env = build(2, 4, reset_by_mask=reset_by_mask)
+    try:
+        base = env.unwrapped
+        env.reset()
+        base.cuda_graph = True
+        expected = r"^cuda_graph: a step is recorded only on CUDA; this env runs on cpu" if reset_by_mask else \
+            r"^cuda_graph: the reset by ids .* build the env with reset_by_mask=True"
+        with pytest.raises(ValueError, match=expected):
+            env.step(torch.zeros(2, env.num_actions))
+        base.cuda_graph = False
+        validate_step(2, env.step(torch.zeros(2, env.num_actions)))
+    finally:
+        env.close()

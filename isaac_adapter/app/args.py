@@ -109,7 +109,7 @@ class Args:
     no_validate: bool = arg(False, "skip the per-step env contract checks and the G1 env's finite-action check "
                             "(each costs a host sync on GPU)", commands=(TRAIN,))
     cuda_graph_step: bool = arg(False, "record the G1 env's whole step (task and physics) in one CUDA graph and "
-                                "replay it (--sim warp on a GPU; the first step records)", commands=(TRAIN,))
+                                "replay it (--sim warp or isaaclab on a GPU; the first step records)", commands=(TRAIN,))
     # -- clips: training (--video) and play ----------------------------------------------------------
     video: str | None = arg(None, "train: record a clip of one env every --video_interval iterations into "
                             "<run>/videos/train/ (a value: its suffix, .gif or .mp4, picks the format); play: the "

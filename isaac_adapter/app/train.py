@@ -99,8 +99,8 @@ def train(args: Args) -> Runner:
     if sim != "mujoco":
         env_device = str(device)
     on_gpu = env_device.startswith("cuda")
-    if args.cuda_graph_step and not (spec.is_g1_walk and sim == "warp" and on_gpu):
-        raise UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp on a GPU; "
+    if args.cuda_graph_step and not (spec.is_g1_walk and sim in ("warp", "isaaclab") and on_gpu):
+        raise UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp or isaaclab on a GPU; "
                          f"this run is {spec.id} on --sim {sim} on {env_device}")
     num_envs = args.num_envs or spec.num_envs or (GPU_ENVS if on_gpu else CPU_ENVS)
     iterations = args.max_iterations or spec.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
@@ -143,8 +143,8 @@ def train(args: Args) -> Runner:
     env_done = time.perf_counter()
     if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
         env.validate_actions = not args.no_validate
-    if args.cuda_graph_step:
-        env.cuda_graph = True
+    if args.cuda_graph_step:  # the G1 env itself (on Isaac Lab, the DirectRLEnv under the adapter)
+        getattr(env, "unwrapped", env).cuda_graph = True
     log_dir = Path(args.log_dir) if args.log_dir else None
     if rank == 0:
         log_dir = log_dir or new_run_dir(args.log_root, experiment, args.run_name)

@@ -265,12 +265,12 @@ class ModelParams:
                  if (on_foot[model.pair_geom1[i]] and static[model.pair_geom2[i]])
                  or (on_foot[model.pair_geom2[i]] and static[model.pair_geom1[i]])]
         if pairs:
-            self.friction_field, self.friction_rows = "pair_friction", np.array(pairs, dtype=np.int64)
+            self.friction_field, rows = "pair_friction", np.array(pairs, dtype=np.int64)
         else:
             colliding = (model.geom_contype | model.geom_conaffinity) > 0
             self.friction_field = "geom_friction"
-            self.friction_rows = np.flatnonzero(on_foot & colliding).astype(np.int64)
-        if self.friction_rows.size == 0:
+            rows = np.flatnonzero(on_foot & colliding).astype(np.int64)
+        if rows.size == 0:
             raise ValueError("the model has no foot-ground contact to randomize the friction of")
         self.nominal = {name: torch.as_tensor(np.array(getattr(model, name), dtype=np.float64))
                         for name in {*sum(PARAM_FIELDS.values(), ()), self.friction_field}}
@@ -285,7 +285,7 @@ class ModelParams:
                 b = int(model.body_parentid[b])
         self.subtree = torch.as_tensor(subtree)
         self.actuated_dofs = torch.as_tensor(layout.joint_v)
-        self.friction_index = torch.as_tensor(self.friction_rows)
+        self.friction_index = torch.as_tensor(rows)  # the rows of friction_field on a foot
 
     def to(self, device: str | torch.device) -> "ModelParams":
         """Keep the nominal values and indices on ``device``, where :meth:`values` is called: a CUDA

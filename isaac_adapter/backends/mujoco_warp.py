@@ -46,6 +46,7 @@ import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
+from isaac_adapter.backends.warp_stream import warp_on_torch_stream
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
@@ -151,27 +152,6 @@ def _no_gc():
     finally:
         if enabled:
             gc.enable()
-
-
-@contextmanager
-def warp_on_torch_stream(device: torch.device | str) -> Iterator[None]:
-    """Warp's launches go to torch's current stream on ``device`` (the capturing one inside
-    ``torch.cuda.graph``), and while torch captures there, Warp knows that the capture was begun
-    outside it, so that MuJoCo Warp's solver loop joins it as a conditional node.
-
-    The stream is entered without a synchronisation: a synchronising switch would record a
-    dependency on uncaptured work and break the capture.
-    """
-    stream = wp.stream_from_torch(torch.cuda.current_stream(device))
-    capturing = torch.cuda.is_current_stream_capturing()
-    with wp.ScopedStream(stream, sync_enter=False):
-        if capturing:
-            wp.capture_begin(stream=stream, external=True)
-        try:
-            yield
-        finally:
-            if capturing:
-                wp.capture_end(stream=stream)
 
 
 class MujocoWarpBackend:

@@ -31,10 +31,19 @@ when it is called from inside ``step``. Two ways to reset, picked by ``cfg.reset
   the dense form (``final_obs_all``), without a ``nonzero`` of its own either;
 * by ids: Isaac Lab's own path (``reset_buf.nonzero()``, ``cfg.compute_final_obs``), one host
   synchronisation per step.
+
+With :attr:`G1WalkDirectEnv.cuda_graph` set (and the reset by mask), ``step`` is Isaac Lab's
+``DirectRLEnv.step`` recorded once in a torch CUDA graph and replayed, Newton's physics included
+(:class:`~isaac_adapter.tasks.g1_walk.graph_step.StepGraph`, the recorder of the MuJoCo Warp env):
+while torch records, Newton runs its decimation loop eagerly on torch's stream instead of launching
+its own Warp graph (a Warp graph cannot be launched inside a torch capture), and after each replay
+the host counters that the skipped Python would have advanced are advanced.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -44,10 +53,10 @@ from isaac_adapter.isaaclab.robot import (
     feet_in_contact,
     g1_articulation_cfg,
     require_isaaclab,
-    root_quat_wxyz,
 )
 from isaac_adapter.tasks.g1_walk import assets
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+from isaac_adapter.tasks.g1_walk.graph_step import StepGraph
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
 
 require_isaaclab()
@@ -57,6 +66,7 @@ import mujoco  # noqa: E402
 import warp as wp  # noqa: E402
 from isaaclab.assets import ArticulationCfg, AssetBaseCfg  # noqa: E402
 from isaaclab.envs import DirectRLEnv, DirectRLEnvCfg  # noqa: E402
+from isaaclab.physics.physics_manager import PhysicsManager  # noqa: E402
 from isaaclab.scene import InteractiveSceneCfg  # noqa: E402
 from isaaclab.sensors import ContactSensorCfg  # noqa: E402
 from isaaclab.sim import SimulationCfg  # noqa: E402
@@ -64,6 +74,8 @@ from isaaclab.utils import configclass  # noqa: E402
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
+from isaac_adapter.backends.warp_stream import warp_on_torch_stream  # noqa: E402
+from isaac_adapter.math import quat_apply  # noqa: E402
 
 TASK_ID = "G1-Walk-Direct-Isaac"
 
@@ -189,6 +201,9 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._joint_index, self._foot_index, self._contact_index = (
             torch.as_tensor(ids, dtype=torch.long, device=self.device)
             for ids in (self._joint_ids, self._foot_ids, self._contact_ids))
+        # Isaac Lab turns a list of joint ids into a new device array on every call (an upload a
+        # recorded graph cannot hold): the drives' targets are written through this one
+        self._joint_ids_wp = wp.array(self._joint_ids, dtype=wp.int32, device=self.device)
         limits = as_torch(self.robot.data.joint_pos_limits)[0, self._joint_index]  # [J, 2]
         self._target_low, self._target_high = limits[:, 0], limits[:, 1]
         self._link_ids = self.robot.find_bodies([g1.model.body(b).name for b in range(1, g1.model.nbody)],
@@ -204,27 +219,43 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             "stiffness": as_torch(d.joint_stiffness).clone(), "damping": as_torch(d.joint_damping).clone(),
         }
         self._init_task(task, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names, len(assets.FEET))
+        # record the whole step in one CUDA graph and replay it (CUDA, reset by mask; module docstring)
+        self.cuda_graph = False
+        self._step_graph: StepGraph | None = None
 
     # -- the simulator seam --------------------------------------------------------------------
 
     def _read_robot_state(self) -> PhysicsState:
         # fresh tensors (the seam's contract): Isaac Lab's data arrays are live views that resets
-        # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned
+        # and physics steps overwrite; indexing and arithmetic below copy, the velocities are cloned.
+        # Only Isaac Lab's base data (poses of the links, velocities of the centres of mass, the
+        # centres' offsets): its derived properties are computed behind a host-side timestamp, which a
+        # recorded step cannot hold (Isaac Lab refuses them inside a capture), so what is derived
+        # from them is derived here, on the device
         d, ids, feet = self.robot.data, self._joint_index, self._foot_index
-        mass = as_torch(d.body_mass).to(self.device)  # [N, B]
-        com = (as_torch(d.body_com_pos_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         origins = self.scene.env_origins
+        root_pose = as_torch(d.root_link_pose_w)  # [N, 7]: position, quaternion (x, y, z, w)
+        link_pose = as_torch(d.body_link_pose_w)  # [N, B, 7]
+        com_vel = as_torch(d.body_com_vel_w)  # [N, B, 6]: linear, angular
+        com_offset_b = as_torch(d.body_com_pos_b)  # [N, B, 3]
+        link_quat = link_pose[..., 3:7].roll(1, dims=-1)  # (w, x, y, z)
+        com_offset_w = quat_apply(link_quat, com_offset_b)  # link origin -> centre of mass, world frame
+        # a link origin's velocity: its centre's, less the spin's share over the offset between them
+        link_lin_vel = com_vel[..., :3] - torch.cross(com_vel[..., 3:], com_offset_w, dim=-1)
+        mass = as_torch(d.body_mass).to(self.device)  # [N, B]
+        com = ((link_pose[..., :3] + com_offset_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
+        root = self._base_id[0]  # a Python int: a tensor index would be read back to the host
         return PhysicsState(
-            root_pos_w=as_torch(d.root_link_pos_w) - origins,
-            root_quat_w=root_quat_wxyz(d),
-            root_lin_vel_w=as_torch(d.root_link_lin_vel_w).clone(),
-            root_ang_vel_w=as_torch(d.root_link_ang_vel_w).clone(),
+            root_pos_w=root_pose[:, :3] - origins,
+            root_quat_w=root_pose[:, 3:7].roll(1, dims=-1),
+            root_lin_vel_w=link_lin_vel[:, root],
+            root_ang_vel_w=com_vel[:, root, 3:].clone(),
             joint_pos=as_torch(d.joint_pos)[:, ids],
             joint_vel=as_torch(d.joint_vel)[:, ids],
             applied_torque=as_torch(self.robot.actuators.applied_effort)[:, ids],
             foot_contact=feet_in_contact(self.feet_contact, self._contact_index),
-            foot_pos_w=as_torch(d.body_link_pos_w)[:, feet] - origins.unsqueeze(1),
-            foot_lin_vel_w=as_torch(d.body_link_lin_vel_w)[:, feet],
+            foot_pos_w=link_pose[:, feet, :3] - origins.unsqueeze(1),
+            foot_lin_vel_w=link_lin_vel[:, feet],
             com_pos_w=com - origins,
         )
 
@@ -245,7 +276,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     def _write_reset_rows_masked(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         # Isaac Lab's mask writes take every row and keep the simulator's where the mask is off
         env_mask = warp_mask(mask)
-        pose = torch.cat([qpos[:, :3] + self.scene.env_origins, qpos[:, [4, 5, 6, 3]]], dim=-1)
+        # (w, x, y, z) -> (x, y, z, w) by a roll: a list index is an upload, a host sync, on every call
+        pose = torch.cat([qpos[:, :3] + self.scene.env_origins, qpos[:, 3:7].roll(-1, dims=-1)], dim=-1)
         self.robot.write_root_pose_to_sim_mask(root_pose=pose, env_mask=env_mask)
         self.robot.write_root_velocity_to_sim_mask(root_velocity=qvel[:, :6].contiguous(), env_mask=env_mask)
         joint_pos = as_torch(self.robot.data.joint_pos).clone()
@@ -283,8 +315,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
         # the centre of mass's velocity is what the setter writes: kicked by delta with the spin kept,
         # every point of the base moves delta faster; by mask, as above
-        d = self.robot.data
-        velocity = torch.cat([as_torch(d.root_com_lin_vel_w) + delta, as_torch(d.root_com_ang_vel_w)], -1)
+        velocity = as_torch(self.robot.data.root_com_vel_w).clone()  # [N, 6]: base data, see _read_robot_state
+        velocity[:, :3] += delta
         self.robot.write_root_velocity_to_sim_mask(root_velocity=velocity.contiguous(), env_mask=warp_mask(mask))
 
     def _pre_physics_step(self, actions: torch.Tensor) -> None:
@@ -294,7 +326,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self.joint_pos_target = torch.maximum(torch.minimum(self.joint_pos_target, self._target_high), self._target_low)
 
     def _apply_action(self) -> None:
-        self.robot.actuators.target_command.set_position_index(value=self.joint_pos_target, joint_ids=self._joint_ids)
+        self.robot.actuators.target_command.set_position_index(value=self.joint_pos_target, joint_ids=self._joint_ids_wp)
 
     def _get_dones(self) -> tuple[torch.Tensor, torch.Tensor]:
         terminated, time_out = G1WalkTask._get_dones(self)
@@ -327,10 +359,52 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         G1WalkTask._reset_idx(self, ended)  # clears episode_length_buf of the ended rows too
 
     def step(self, action: torch.Tensor) -> Any:
+        """Isaac Lab's ``DirectRLEnv.step``; with :attr:`cuda_graph`, a replay of it (module docstring)."""
+        if self.cuda_graph:
+            if self._step_graph is None:
+                self._step_graph = self._new_step_graph()
+            if getattr(self.sim.physics_manager, "_graph_capture_pending", False):
+                return self._eager_step(action)  # Newton records its own physics graph on its first step
+            return self._step_graph.step(action)
+        if self._step_graph is not None:
+            self._step_graph.release()
+            self._step_graph = None
+        return self._eager_step(action)
+
+    def _eager_step(self, action: torch.Tensor) -> Any:
         try:
             return DirectRLEnv.step(self, action)
         finally:
             self._stepping = False
+
+    def _new_step_graph(self) -> StepGraph:
+        if not self.cfg.reset_by_mask:
+            raise ValueError("cuda_graph: the reset by ids waits on the GPU for the ended ids at every step and "
+                             "cannot be recorded; build the env with reset_by_mask=True (the default)")
+        return StepGraph(self, self._eager_step, self._newton_on_torch_stream, self._after_replay, counts_inside=True)
+
+    @contextmanager
+    def _newton_on_torch_stream(self) -> Iterator[None]:
+        # while torch records, Newton's decimation loop runs eagerly on torch's stream (its own Warp
+        # graph cannot be launched inside the capture); outside a capture only the stream changes
+        manager = self.sim.physics_manager
+        cfg = getattr(manager, "_cfg", None)
+        own_graph = bool(getattr(cfg, "use_cuda_graph", False))
+        recording = own_graph and torch.cuda.is_current_stream_capturing()
+        if recording:
+            cfg.use_cuda_graph = False
+        try:
+            with warp_on_torch_stream(self.device):
+                yield
+        finally:
+            if recording:
+                cfg.use_cuda_graph = own_graph
+
+    def _after_replay(self) -> None:
+        # the host counts DirectRLEnv.step and Newton advance in Python, which a replay skips
+        self.common_step_counter += 1
+        self._sim_step_counter += self.cfg.decimation
+        PhysicsManager._sim_time += self.step_dt
 
 
 def make_g1_direct_env(task: G1WalkConfig, device: str | None = None, clip_actions: float | None = None,

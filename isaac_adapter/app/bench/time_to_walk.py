@@ -491,7 +491,7 @@ def with_robust_gate(walking: dict[str, Any], robust: Callable[[], dict[str, Any
     extra = robust()
     lines = walking["lines"] + [{**line, "name": ROBUST_PREFIX + line["name"]} for line in extra["lines"]]
     per_command = {**walking["per_command"], **{ROBUST_PREFIX + k: v for k, v in extra["per_command"].items()}}
-    return {**walking, "passed": walking["passed"] and extra["passed"], "lines": lines, "per_command": per_command}
+    return {**walking, "passed": extra["passed"], "lines": lines, "per_command": per_command}
 
 
 def walking_first_pass(judged: Iterable[dict[str, Any]]) -> dict[str, Any] | None:

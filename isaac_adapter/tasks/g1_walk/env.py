@@ -158,12 +158,19 @@ class G1WalkEnv(G1WalkTask):
         actions = check_actions(actions, self.num_envs, self.num_actions, self.device, finite=self.validate_actions)
         self.common_step_counter += 1
         if self.cuda_graph:
-            self._step_graph = self._step_graph or StepGraph(self)
+            self._step_graph = self._step_graph or self._new_step_graph()
             return self._step_graph.step(actions)
         if self._step_graph is not None:
             self._step_graph.release()
             self._step_graph = None
         return self._step_body(actions)
+
+    def _new_step_graph(self) -> StepGraph:
+        backend = self.backend
+        if self.device.type != "cuda" or not hasattr(backend, "on_torch_stream"):
+            raise ValueError(f"cuda_graph: the G1 env's step is recorded only on the MuJoCo Warp backend on CUDA; "
+                             f"this env runs {type(backend).__name__} on {self.device}; set env.cuda_graph = False")
+        return StepGraph(self, self._step_body, backend.on_torch_stream, backend.after_step)
 
     def _step_body(self, actions: torch.Tensor) -> StepResult:
         """The step's device work and its Python, in ``DirectRLEnv.step``'s order (what a graph records)."""

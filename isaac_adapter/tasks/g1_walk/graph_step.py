@@ -1,5 +1,11 @@
 """The G1 env's whole step (task and physics) recorded once in a torch CUDA graph and replayed.
 
+One recorder, :class:`StepGraph`, for both G1 envs that run on a GPU: the MuJoCo Warp env
+(:class:`~isaac_adapter.tasks.g1_walk.env.G1WalkEnv`, its ``_step_body``) and Isaac Lab's
+(:class:`~isaac_adapter.isaaclab.g1_direct.G1WalkDirectEnv`, ``DirectRLEnv.step`` with Newton's
+physics inside); each hands it its step, how its physics joins torch's stream, and the host work
+a replay skips.
+
 On a GPU the task's step is about 280 small tensor operations (``benchmarks/step_ops.py``), each a
 launch and a pass through Python: at 4,096 envs they take as long as the physics. Replaying them
 from one graph costs one launch. What a replay needs, and where it is done:
@@ -11,7 +17,7 @@ from one graph costs one launch. What a replay needs, and where it is done:
   own storage, so that no copy lands in another's);
 * the physics records into the same graph: the backend runs its Warp work eagerly on torch's
   stream while torch captures (``on_torch_stream``), and does its host bookkeeping (counters, the
-  periodic health check, a host read) after each replay (``after_step``);
+  periodic health check, a host read) after each replay (``after_replay``);
 * the reward ramps read an env-step count that the graph advances on the device
   (``G1WalkTask.reward_step_on_device``), the task's random generator is registered with the graph;
 * the step's outputs live in the graph's memory and the next replay overwrites them, so each
@@ -30,12 +36,11 @@ differs from its own graphs in the last bits; a graphed env is not a bitwise twi
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import torch
-
-from ppo_bootstrap.env import StepResult
 
 from isaac_adapter.backends.base import PhysicsState
 
@@ -96,45 +101,99 @@ def pinned(owner: Any, body: Callable[[], Any]) -> Any:
     return out
 
 
+def _freeze(value: Any, path: str = "") -> Any:
+    """Check a recorded step's output: every tensor stays (the graph rewrites it at each replay); a
+    ``"log"`` mapping's values must be tensors, since a Python number would be frozen into the
+    graph at its recorded value."""
+    if isinstance(value, dict):
+        if path == "log" or path.endswith(".log"):
+            plain = [k for k, v in value.items() if not isinstance(v, torch.Tensor)]
+            if plain:
+                raise ValueError(f"cuda_graph: log values must be tensors, got Python numbers for {plain}")
+        for k, v in value.items():
+            _freeze(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _freeze(v, f"{path}[{i}]")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _freeze(getattr(value, f.name), f.name if not path else f"{path}.{f.name}")
+    return value
+
+
 class _Outputs:
-    """A step's outputs as recorded in the graph: fixed tensors, copied out after each replay."""
+    """A step's outputs as recorded in the graph: fixed tensors, copied out after each replay.
 
-    def __init__(self, result: StepResult) -> None:
-        log = result.info["log"]
-        self.log_names = list(log)
-        # the 0-dim log scalars as one vector: one copy per replay, not one per key
-        plain = [k for k, v in log.items() if not isinstance(v, torch.Tensor)]
-        if plain:  # a Python number would be frozen into the graph at its recorded value
-            raise ValueError(f"cuda_graph: log values must be tensors, got Python numbers for {plain}")
-        self.log = torch.stack([v.float() for v in log.values()]) if log else None
-        self.result = result
+    The result may be a :class:`~ppo_bootstrap.env.StepResult` or Isaac Lab's ``(obs, reward,
+    terminated, time_outs, extras)``: any nesting of dataclasses, tuples, lists and dicts. Each tensor
+    is copied once however often it is named, and a ``"log"`` mapping's 0-dim scalars are copied as
+    one stacked vector (one copy per replay, not one per key).
+    """
 
-    def copy(self) -> StepResult:
-        r = self.result
-        copies: dict[int, torch.Tensor] = {}
+    def __init__(self, result: Any) -> None:
+        self.result = _freeze(result)
+        self.logs: list[tuple[dict[str, Any], list[str], torch.Tensor]] = []
+        self._find_logs(result, "")
 
-        def out(t: torch.Tensor) -> torch.Tensor:  # one copy per tensor, however often it is named
-            if id(t) not in copies:
-                copies[id(t)] = t.clone()
-            return copies[id(t)]
+    def _find_logs(self, value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            if key == "log" and value and all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in value.values()):
+                self.logs.append((value, list(value), torch.stack([v.float() for v in value.values()])))
+                return
+            for k, v in value.items():
+                self._find_logs(v, str(k))
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                self._find_logs(v, "")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                self._find_logs(getattr(value, f.name), f.name)
 
-        info = {k: out(v) if isinstance(v, torch.Tensor) else v for k, v in r.info.items() if k != "log"}
-        info["log"] = dict(zip(self.log_names, self.log.clone().unbind(0))) if self.log is not None else {}
-        groups = (lambda g: None if g is None else {k: out(v) for k, v in g.items()})
-        return StepResult(groups(r.obs), out(r.reward), out(r.terminated), out(r.truncated), groups(r.final_obs),
-                          None if r.final_env_ids is None else out(r.final_env_ids), info, groups(r.final_obs_all))
+    def copy(self) -> Any:
+        copies: dict[int, Any] = {}
+        logs = {id(d): dict(zip(names, stacked.clone().unbind(0))) for d, names, stacked in self.logs}
+
+        def out(value: Any) -> Any:
+            if isinstance(value, torch.Tensor):
+                if id(value) not in copies:  # one copy per tensor, however often it is named
+                    copies[id(value)] = value.clone()
+                return copies[id(value)]
+            if isinstance(value, dict):
+                return logs[id(value)] if id(value) in logs else {k: out(v) for k, v in value.items()}
+            if isinstance(value, tuple):
+                return tuple(out(v) for v in value)
+            if isinstance(value, list):
+                return [out(v) for v in value]
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                return dataclasses.replace(value, **{f.name: out(getattr(value, f.name))
+                                                     for f in dataclasses.fields(value) if f.init})
+            return value
+
+        return out(self.result)
 
 
 class StepGraph:
-    """Records ``env._step_body`` (a :class:`~.env.G1WalkEnv` on a MuJoCo Warp backend on CUDA) in
-    one torch CUDA graph and replays it (see the module docstring)."""
+    """Records an env's whole step in one torch CUDA graph and replays it (see the module docstring).
 
-    def __init__(self, env: Any) -> None:
-        backend = env.backend
-        if env.device.type != "cuda" or not hasattr(backend, "on_torch_stream"):
-            raise ValueError(f"cuda_graph: the G1 env's step is recorded only on the MuJoCo Warp backend on CUDA; "
-                             f"this env runs {type(backend).__name__} on {env.device}; set env.cuda_graph = False")
+    Args:
+        env: the G1 env (a :class:`~isaac_adapter.tasks.g1_walk.task.G1WalkTask`): its buffers,
+            ``task_cfg``, ``generator``, ``common_step_counter`` and ``reward_step_on_device``.
+        body: the step's device work and its Python, ``body(actions) -> result``.
+        on_torch_stream: a context in which the physics runs its work eagerly on torch's current
+            stream, so that a capture records it.
+        after_replay: the host side of a step that a replay skips (step counters, health checks).
+        counts_inside: whether ``body`` advances ``env.common_step_counter`` itself (Isaac Lab's
+            ``DirectRLEnv.step``); otherwise the caller advances it before each step.
+    """
+
+    def __init__(self, env: Any, body: Callable[[torch.Tensor], Any], on_torch_stream: Callable[[], Any],
+                 after_replay: Callable[[], None], counts_inside: bool = False) -> None:
+        if torch.device(env.device).type != "cuda":
+            raise ValueError(f"cuda_graph: a step is recorded only on CUDA; this env runs on {env.device}; "
+                             "set env.cuda_graph = False")
         self.env = env
+        self.body, self.on_torch_stream, self.after_replay = body, on_torch_stream, after_replay
+        self.counts_inside = counts_inside
         self.graph: torch.cuda.CUDAGraph | None = None
         self.recorded_cfg: Any = None
         self.recorded_buffers: dict[str, Any] = {}
@@ -151,28 +210,29 @@ class StepGraph:
         now = _buffers(env)
         return now.keys() == self.recorded_buffers.keys() and all(now[k] is v for k, v in self.recorded_buffers.items())
 
-    def step(self, actions: torch.Tensor) -> StepResult:
+    def step(self, actions: torch.Tensor) -> Any:
         """One env step: a replay, or (first, and whenever the graph no longer fits) an eager step
         followed by a recording."""
         if not self.is_current():
             return self._record(actions)
         self.actions.copy_(actions)
         self.graph.replay()
-        self.env.backend.after_step()
+        self.after_replay()
         return self.outputs.copy()
 
-    def _record(self, actions: torch.Tensor) -> StepResult:
-        env, backend = self.env, self.env.backend
+    def _record(self, actions: torch.Tensor) -> Any:
+        env = self.env
         self.release()
         unshare(env)
         # the warm-up torch asks for before a capture, on a side stream: this call's real step
         current = torch.cuda.current_stream(env.device)
         side = torch.cuda.Stream(env.device)
         side.wait_stream(current)
-        with torch.cuda.stream(side), backend.on_torch_stream():
-            result = pinned(env, lambda: env._step_body(actions))
+        with torch.cuda.stream(side), self.on_torch_stream():
+            result = pinned(env, lambda: self.body(actions))
         current.wait_stream(side)
-        backend.after_step()
+        if not self.counts_inside:
+            self.after_replay()
         unshare(env)  # again: the first step may have made buffers (the task's per-step ones)
 
         # the recording runs the step's Python once and no device work; the host count it sees is
@@ -183,9 +243,10 @@ class StepGraph:
         count = env.common_step_counter
         env.reward_step_on_device = True
         try:
-            env.common_step_counter = count + 1
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"), backend.on_torch_stream():
-                self.outputs = _Outputs(pinned(env, lambda: env._step_body(self.actions)))
+            if not self.counts_inside:
+                env.common_step_counter = count + 1
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"), self.on_torch_stream():
+                self.outputs = _Outputs(pinned(env, lambda: self.body(self.actions)))
         except BaseException:
             env.reward_step_on_device = False
             raise

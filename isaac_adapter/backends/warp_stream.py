@@ -1,0 +1,31 @@
+"""Warp work recorded into a torch CUDA graph: shared by the MuJoCo Warp backend and Isaac Lab's
+Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+import warp as wp
+
+
+@contextmanager
+def warp_on_torch_stream(device: torch.device | str) -> Iterator[None]:
+    """Warp's launches go to torch's current stream on ``device`` (the capturing one inside
+    ``torch.cuda.graph``), and while torch captures there, Warp knows that the capture was begun
+    outside it, so that MuJoCo Warp's solver loop joins it as a conditional node.
+
+    The stream is entered without a synchronisation: a synchronising switch would record a
+    dependency on uncaptured work and break the capture.
+    """
+    stream = wp.stream_from_torch(torch.cuda.current_stream(device))
+    capturing = torch.cuda.is_current_stream_capturing()
+    with wp.ScopedStream(stream, sync_enter=False):
+        if capturing:
+            wp.capture_begin(stream=stream, external=True)
+        try:
+            yield
+        finally:
+            if capturing:
+                wp.capture_end(stream=stream)
