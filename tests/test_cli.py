@@ -163,9 +163,9 @@ def test_the_cpu_recipe_is_the_default_off_a_gpu_and_brings_its_sizes(tmp_path):
     assert ppo.symmetry_loss_coef == 1.0 and not ppo.symmetry_augmentation  # --symmetry loss, the task's
     assert ppo.num_learning_epochs == 1 and runner.env.task_cfg.episode_length_s == 4  # both overrides applied
     assert runner.env.task_cfg.rewards.gait_contact == pytest.approx(0.36)
-    assert runner.env.num_envs == 4 and runner.iteration == 1  # the flags win over the task's 1,024 and 1,000
+    assert runner.env.num_envs == 4 and runner.iteration == 1  # the flags win over the task's 1,024 and 750
     spec = registry.get_task("G1-Walk-Clock-CPU-v0")
-    assert (spec.num_envs, spec.max_iterations, spec.symmetry) == (1024, 1000, "loss")
+    assert (spec.num_envs, spec.max_iterations, spec.symmetry) == (1024, 750, "loss")
     assert runner.cfg.torch_threads == 0  # the update on every core torch sees, not the Runner's half
     before = torch.get_num_threads()
     try:

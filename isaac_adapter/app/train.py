@@ -192,9 +192,9 @@ def expectation(spec: registry.TaskSpec, sim: str, num_envs: int, iterations: in
                     "acceptance took 30-50M env steps (4,096 envs on a GPU, about 5 min on an H200)")
         return f"expect: {samples / 1e6:.0f}M env steps; the gait acceptance took 30-50M env steps on MuJoCo Warp and Isaac Lab"
     if spec.id == registry.DEFAULT_CPU_TASK:
-        return (f"expect: {samples / 1e6:.1f}M env steps; the run measured on 2 cores passed the gait acceptance "
-                "at 8.6M (iteration 700, 47 min at 3.1k env steps/s; BENCHMARKS.md, 'Time to walk on a 2-core "
-                "CPU'). The ETA below counts from this run's own pace")
+        return (f"expect: {samples / 1e6:.1f}M env steps; three seeds measured on 2 cores passed the gait acceptance "
+                "at 6.8-8.6M (iterations 550-700, 22-26 min from launch at 5.2-5.9k env steps/s; BENCHMARKS.md, "
+                "'Time to walk on a 2-core CPU'). The ETA below counts from this run's own pace")
     if spec.id == "G1-Walk-v0":
         return "expect: this recipe (no gait clock) learns to stand and shuffle, not to step; use G1-Walk-Clock-v0 to walk"
     return f"expect: {samples / 1e6:.1f}M env steps of {spec.id}; Isaac Lab trains its G1 tasks for 1,500 iterations"

@@ -390,15 +390,19 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         manager = self.sim.physics_manager
         cfg = getattr(manager, "_cfg", None)
         own_graph = bool(getattr(cfg, "use_cuda_graph", False))
-        recording = own_graph and torch.cuda.is_current_stream_capturing()
-        if recording:
+        recording = torch.cuda.is_current_stream_capturing()
+        # the recording runs the step's Python but no step: the host clocks it advances are put back
+        clocks = (self._sim_step_counter, PhysicsManager._sim_time)
+        if recording and own_graph:
             cfg.use_cuda_graph = False
         try:
             with warp_on_torch_stream(self.device):
                 yield
         finally:
+            if recording and own_graph:
+                cfg.use_cuda_graph = True
             if recording:
-                cfg.use_cuda_graph = own_graph
+                self._sim_step_counter, PhysicsManager._sim_time = clocks
 
     def _after_replay(self) -> None:
         # the host counts DirectRLEnv.step and Newton advance in Python, which a replay skips

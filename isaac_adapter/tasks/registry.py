@@ -108,6 +108,10 @@ FAST_AGENT = ("agent.num_steps_per_env=12", "agent.ppo.desired_kl=0.02")
 #: and the update never run at once, and on 2 cores the update took about half the time of the
 #: Runner's default of half the cores (BENCHMARKS.md, same section).
 CPU_THREADS = "agent.torch_threads=0"  # how fast it runs, not what it learns
+#: The CPU recipe's length: three seeds passed the gait acceptance at iterations 550-700 on 2 cores,
+#: and 750 ends within 30 min there, its closing evaluation and clip included (BENCHMARKS.md, "Time
+#: to walk on a 2-core CPU"); the walking gate wants longer runs (``--max_iterations``)
+CPU_RECIPE_ITERATIONS = 750
 CPU_AGENT = (*FAST_AGENT, "agent.ppo.adaptive_every=update", "agent.policy.actor_hidden=[256,128,64]",
              "agent.policy.critic_hidden=[256,128,64]", CPU_THREADS)
 
@@ -127,7 +131,7 @@ TASKS: dict[str, TaskSpec] = {
                  FAST_AGENT),
         TaskSpec("G1-Walk-Clock-CPU-v0", "the time-to-walk recipe sized for a 2-core CPU: 1,024 envs, small "
                  "networks, the mirror loss, one KL decision per update, twice the gait clock's contact reward",
-                 ("mujoco", "warp"), True, "clock_cpu", CPU_AGENT, num_envs=1024, max_iterations=1000,
+                 ("mujoco", "warp"), True, "clock_cpu", CPU_AGENT, num_envs=1024, max_iterations=CPU_RECIPE_ITERATIONS,
                  symmetry="loss"),
         TaskSpec("G1-Walk-Robust-v0", "G1-Walk-Clock-Fast-v2 with domain randomization: foot friction, link masses, "
                  "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp"), True,
