@@ -52,7 +52,9 @@ from isaac_adapter.isaaclab.robot import (
     as_torch,
     feet_in_contact,
     g1_articulation_cfg,
+    quat_wxyz,
     require_isaaclab,
+    root_quat_wxyz,
 )
 from isaac_adapter.tasks.g1_walk import assets
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
@@ -234,20 +236,18 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # from them is derived here, on the device
         d, ids, feet = self.robot.data, self._joint_index, self._foot_index
         origins = self.scene.env_origins
-        root_pose = as_torch(d.root_link_pose_w)  # [N, 7]: position, quaternion (x, y, z, w)
         link_pose = as_torch(d.body_link_pose_w)  # [N, B, 7]
         com_vel = as_torch(d.body_com_vel_w)  # [N, B, 6]: linear, angular
         com_offset_b = as_torch(d.body_com_pos_b)  # [N, B, 3]
-        link_quat = link_pose[..., 3:7].roll(1, dims=-1)  # (w, x, y, z)
-        com_offset_w = quat_apply(link_quat, com_offset_b)  # link origin -> centre of mass, world frame
+        com_offset_w = quat_apply(quat_wxyz(link_pose[..., 3:7]), com_offset_b)  # link origin -> centre of mass, world
         # a link origin's velocity: its centre's, less the spin's share over the offset between them
         link_lin_vel = com_vel[..., :3] - torch.cross(com_vel[..., 3:], com_offset_w, dim=-1)
         mass = as_torch(d.body_mass).to(self.device)  # [N, B]
         com = ((link_pose[..., :3] + com_offset_w) * mass.unsqueeze(-1)).sum(1) / mass.sum(1, keepdim=True)
         root = self._base_id[0]  # a Python int: a tensor index would be read back to the host
         return PhysicsState(
-            root_pos_w=root_pose[:, :3] - origins,
-            root_quat_w=root_pose[:, 3:7].roll(1, dims=-1),
+            root_pos_w=as_torch(d.root_link_pose_w)[:, :3] - origins,
+            root_quat_w=root_quat_wxyz(d),
             root_lin_vel_w=link_lin_vel[:, root],
             root_ang_vel_w=com_vel[:, root, 3:].clone(),
             joint_pos=as_torch(d.joint_pos)[:, ids],

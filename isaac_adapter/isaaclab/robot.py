@@ -52,10 +52,16 @@ def as_torch(x: Any) -> Any:
     return x.torch if hasattr(x, "torch") else torch.as_tensor(x)
 
 
-def root_quat_wxyz(data: Any) -> Any:
-    """``[N, 4]`` root orientation ``(w, x, y, z)`` (the project's convention) from Isaac Lab 3's ``(x, y, z, w)``."""
+def quat_wxyz(quat_xyzw: Any) -> Any:
+    """``[..., 4]`` quaternions ``(w, x, y, z)`` (the project's convention) from Isaac Lab 3's ``(x, y, z, w)``."""
     # a roll, not an index list: a list index is uploaded to the GPU on every call, a host sync
-    return as_torch(data.root_link_quat_w).roll(1, dims=-1)
+    return quat_xyzw.roll(1, dims=-1)
+
+
+def root_quat_wxyz(data: Any) -> Any:
+    """``[N, 4]`` root orientation ``(w, x, y, z)`` from the root's pose, base data that a recorded CUDA
+    graph may read (Isaac Lab refuses its derived properties inside a capture)."""
+    return quat_wxyz(as_torch(data.root_link_pose_w)[:, 3:7])
 
 
 def feet_in_contact(sensor: Any, feet: Any) -> Any:

@@ -101,26 +101,6 @@ def pinned(owner: Any, body: Callable[[], Any]) -> Any:
     return out
 
 
-def _freeze(value: Any, path: str = "") -> Any:
-    """Check a recorded step's output: every tensor stays (the graph rewrites it at each replay); a
-    ``"log"`` mapping's values must be tensors, since a Python number would be frozen into the
-    graph at its recorded value."""
-    if isinstance(value, dict):
-        if path == "log" or path.endswith(".log"):
-            plain = [k for k, v in value.items() if not isinstance(v, torch.Tensor)]
-            if plain:
-                raise ValueError(f"cuda_graph: log values must be tensors, got Python numbers for {plain}")
-        for k, v in value.items():
-            _freeze(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _freeze(v, f"{path}[{i}]")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            _freeze(getattr(value, f.name), f.name if not path else f"{path}.{f.name}")
-    return value
-
-
 class _Outputs:
     """A step's outputs as recorded in the graph: fixed tensors, copied out after each replay.
 
@@ -131,15 +111,19 @@ class _Outputs:
     """
 
     def __init__(self, result: Any) -> None:
-        self.result = _freeze(result)
+        self.result = result
         self.logs: list[tuple[dict[str, Any], list[str], torch.Tensor]] = []
         self._find_logs(result, "")
 
     def _find_logs(self, value: Any, key: str) -> None:
         if isinstance(value, dict):
-            if key == "log" and value and all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in value.values()):
-                self.logs.append((value, list(value), torch.stack([v.float() for v in value.values()])))
-                return
+            if key == "log":
+                plain = [k for k, v in value.items() if not isinstance(v, torch.Tensor)]
+                if plain:  # a Python number would be frozen into the graph at its recorded value
+                    raise ValueError(f"cuda_graph: log values must be tensors, got Python numbers for {plain}")
+                if value and all(v.dim() == 0 for v in value.values()):
+                    self.logs.append((value, list(value), torch.stack([v.float() for v in value.values()])))
+                    return
             for k, v in value.items():
                 self._find_logs(v, str(k))
         elif isinstance(value, (list, tuple)):
