@@ -34,12 +34,14 @@ Timing: warmup iterations, then the median of ``--repeats`` iterations per learn
 (one iteration of each in turn). On CUDA each phase is bracketed by ``torch.cuda.Event``s.
 
 Run: ``python benchmarks/learner.py`` (CPU) or ``python benchmarks/learner.py --device cuda`` (``--tf32``:
-TensorFloat-32 matmuls for both, as Isaac Lab's train scripts set them).
+TensorFloat-32 matmuls for both, as Isaac Lab's train scripts set them; ``--bf16-update``: one more
+row, ppo_bootstrap with its update's hidden layers in bfloat16, ``PPOConfig.bf16_update``).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import time
 from collections.abc import Callable
@@ -132,8 +134,10 @@ class Learner:
     stats: Callable[[], str]
 
 
-def build_ppo_bootstrap(d: SimpleNamespace, policy: ActorCritic, device: torch.device, seed: int) -> Learner:
-    alg = PPO(policy, PPOConfig(**HYPER, normalize_advantage=True, timeout_bootstrap="exact"), device)
+def build_ppo_bootstrap(d: SimpleNamespace, policy: ActorCritic, device: torch.device, seed: int,
+                        bf16_update: bool = False) -> Learner:
+    cfg = PPOConfig(**HYPER, normalize_advantage=True, timeout_bootstrap="exact", bf16_update=bf16_update)
+    alg = PPO(policy, cfg, device)
     storage = alg.storage = RolloutStorage(d.T, d.N, {"policy": (POLICY_DIM,), "critic": (CRITIC_DIM,)}, NUM_ACTIONS, device)
     generator = torch.Generator().manual_seed(seed)
     last_obs = {"policy": d.pol[d.T], "critic": d.crit[d.T]}
@@ -159,7 +163,7 @@ def build_ppo_bootstrap(d: SimpleNamespace, policy: ActorCritic, device: torch.d
         return (f"value loss {out['loss/value']:.4f}, surrogate {out['loss/surrogate']:.4f}, "
                 f"entropy {out['loss/entropy']:.3f}, lr {out['policy/learning_rate']:.2e}")
 
-    return Learner("ppo_bootstrap", fill, returns, update, stats)
+    return Learner("ppo_bootstrap" + (" bf16" if bf16_update else ""), fill, returns, update, stats)
 
 
 def _copy_weights(policy: ActorCritic, actor: nn.Module, critic: nn.Module) -> bool:
@@ -267,6 +271,8 @@ def main() -> int:
     p.add_argument("--p-term", type=float, default=0.002, help="fraction of env steps that end in a fall")
     p.add_argument("--tf32", action="store_true", help="TensorFloat-32 matmuls for both learners (GPU)")
     p.add_argument("--p-trunc", type=float, default=0.001, help="fraction of env steps that end in a timeout")
+    p.add_argument("--bf16-update", action="store_true",
+                   help="one more row: ppo_bootstrap with PPOConfig.bf16_update (hidden layers in bfloat16)")
     a = p.parse_args()
     device, repeats, warmup = resolve_rollout_args(a)
     if a.tf32:
@@ -303,6 +309,8 @@ def main() -> int:
         notes["rsl-rl-lib"] = f"{version} ({how})"
     except ImportError as e:
         notes["rsl-rl-lib"] = f"not available ({e})"
+    if a.bf16_update:  # the same start, its own copy of the policy
+        learners.insert(0, build_ppo_bootstrap(d, copy.deepcopy(policy), device, a.seed, bf16_update=True))
     learners.insert(0, build_ppo_bootstrap(d, policy, device, a.seed))  # after the weight copy
 
     times = time_interleaved(learners, device, warmup, repeats)

@@ -23,14 +23,16 @@ def filled_storage(T=24, N=512, seed=0):
     return storage
 
 
-def test_graphed_update_equals_eager_update():
+@pytest.mark.parametrize("bf16_update", [False, True])
+def test_graphed_update_equals_eager_update(bf16_update):
+    """Also with the hidden layers in bfloat16: the recorded update replays the weights' casts."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     base = ActorCritic(12, 15, 4, PolicyConfig(actor_hidden=(64, 64), critic_hidden=(64, 64))).cuda()
     results = []
     for graph in (False, True):
         policy = copy.deepcopy(base)
-        ppo = PPO(policy, PPOConfig(cuda_graph=graph, desired_kl=0.003), "cuda")
+        ppo = PPO(policy, PPOConfig(cuda_graph=graph, desired_kl=0.003, bf16_update=bf16_update), "cuda")
         ppo.storage = filled_storage()
         stats = [ppo.update(torch.Generator().manual_seed(1)) for _ in range(3)]
         results.append((policy, stats, ppo.learning_rate))

@@ -109,14 +109,23 @@ class _Network(nn.Module):
         x = self.normalizer(obs)
         if self.memory is not None:
             x, state = self.memory(x, state)
-        return self.head(x), state
+        return self._head(x), state
 
     def sequence(self, obs: torch.Tensor, state: State, starts: torch.Tensor | None) -> torch.Tensor:
         """``obs`` ``[T, B, D]`` (or ``[B, D]`` for MLPs) -> outputs of the same leading shape."""
         x = self.normalizer(obs)
         if self.memory is not None:
             x = self.memory.sequence(x, state, starts)
-        return self.head(x)
+        return self._head(x)
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        """The MLP; under autocast (``PPOConfig.bf16_update``) its last layer runs in float32: it is
+        the narrow one, and the means and values it gives feed log-probs, ratios and the KL."""
+        if not torch.is_autocast_enabled(x.device.type):
+            return self.head(x)
+        hidden = self.head[:-1](x)
+        with torch.autocast(x.device.type, enabled=False):
+            return self.head[-1](hidden.float())
 
 
 class ActorCritic(nn.Module):
