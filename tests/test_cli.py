@@ -177,6 +177,21 @@ def test_the_cpu_recipe_is_the_default_off_a_gpu_and_brings_its_sizes(tmp_path):
         torch.set_num_threads(before)
 
 
+def test_the_gate_task_ends_with_the_walking_gate_on_its_last_checkpoint(tmp_path, capsys):
+    """G1-Walk-Clock-CPU-Gate-v0 closes with the walking gate's table on the checkpoint it wrote; one
+    iteration of training does not walk, so the verdict is FAIL with falls on its first line."""
+    g1_walk.main(["--task", "G1-Walk-Clock-CPU-Gate-v0", "--num_envs", "4", "--max_iterations", "1",
+                  "agent.ppo.num_learning_epochs=1", "--log-dir", str(tmp_path / "gate")])
+    out = capsys.readouterr().out
+    head = f"benchmarks/g1_gate.py {tmp_path / 'gate' / 'model_1.pt'}"
+    assert head in out
+    table = out[out.index(head):].splitlines()
+    falls = next(line for line in table if line.startswith("falls (battery, all starts)"))
+    assert int(falls.split()[4]) > 1 and falls.endswith("FAIL")  # an untrained G1 falls
+    assert ["gate", "FAIL"] in [line.split() for line in table]  # the verdict line
+    assert out.index(head) < out.index("wrote: ")
+
+
 def test_eval_of_the_shipped_checkpoint_needs_no_flags(capsys):
     g1_walk.main(["--eval", str(SHIPPED), "--num-envs", "4", "--horizon-s", "1", "--no-plots", "--sweep", "0.60"])
     out = capsys.readouterr().out

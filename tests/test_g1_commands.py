@@ -141,7 +141,8 @@ def test_registry_ids_and_presets() -> None:
     assert all(spec.agent == registry.FAST_AGENT for spec in registry.TASKS.values() if spec.id in fast)
     assert registry.get_task("G1-Walk-Clock-CPU-v0").agent == registry.CPU_AGENT
     assert set(registry.FAST_AGENT) < set(registry.CPU_AGENT)
-    assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast | {"G1-Walk-Clock-CPU-v0"})
+    cpu = {"G1-Walk-Clock-CPU-v0", "G1-Walk-Clock-CPU-Gate-v0"}
+    assert all(not spec.agent for spec in registry.TASKS.values() if spec.id not in fast | cpu)
     assert registry.get_task("G1-Walk-v0").config_preset == "default"
     assert registry.get_task("Isaac-Velocity-Flat-G1").config_preset is None
     assert registry.DEFAULT_TASK == "G1-Walk-Clock-v0"
@@ -348,6 +349,20 @@ def test_checkpoints_keep_their_command_ranges(tmp_path) -> None:
     assert registry.checkpoint_walk_config(str(path), num_envs=6) == gait_clock_config(num_envs=6, **OLD)
     no_clock = registry.checkpoint_walk_config(str(path), gait_clock=False, num_envs=6)
     assert no_clock == G1WalkConfig(num_envs=6, **OLD)
+
+
+def test_the_cpu_gate_task_is_the_cpu_recipe_trained_longer() -> None:
+    """G1-Walk-Clock-CPU-Gate-v0 trains what G1-Walk-Clock-CPU-v0 trains (its measured runs are the CPU
+    recipe's with ``--max_iterations``); only its length and the closing gate differ."""
+    import dataclasses
+
+    recipe, gate = registry.get_task("G1-Walk-Clock-CPU-v0"), registry.get_task("G1-Walk-Clock-CPU-Gate-v0")
+    assert gate.closing_gate and not recipe.closing_gate
+    assert gate.max_iterations > recipe.max_iterations
+    same = dataclasses.replace(gate, id=recipe.id, description=recipe.description,
+                               max_iterations=recipe.max_iterations, closing_gate=False)
+    assert same == recipe
+    assert not any(spec.closing_gate for spec in registry.TASKS.values() if spec.id != gate.id)
 
 
 @pytest.mark.parametrize("runs", ["cpu_recipe/cpu2_s0.json", "cpu_recipe/warp_1024_Lg.json"])

@@ -222,9 +222,31 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
               f"falls {s['fall_rate']:.1%}, tracking error "
               f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
               + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
+        if spec.closing_gate and runner.last_checkpoint:
+            closing_gate(runner.last_checkpoint)
         if args is not None and runner.last_checkpoint:
             written += closing_clip(runner, args, log_dir, verdict["accepted"])
     print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
+
+
+def closing_gate(path: Path) -> bool:
+    """The walking gate (``benchmarks/g1_gate.py``) on the checkpoint at ``path``, judged as the gate
+    always is (MuJoCo on the CPU, the reference physics); prints its table, returns the verdict."""
+    from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint
+
+    cfg, threads = GateConfig(), torch.get_num_threads()
+    print(f"walking gate ({cfg.num_envs} envs, MuJoCo on the CPU; again: python benchmarks/g1_gate.py {path}):",
+          flush=True)
+    torch.set_num_threads(1)  # as g1_gate.py: the policy is small, MuJoCo's threads do the work
+    try:
+        result = gate_checkpoint(str(path), cfg)
+    except Exception as err:  # noqa: BLE001  (training's results stand without the verdict)
+        print(f"no gate verdict: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        return False
+    finally:
+        torch.set_num_threads(threads)
+    print(result.format(), flush=True)
+    return result.passed
 
 
 def closing_clip(runner: Runner, args: Args, log_dir: Path, accepted: bool) -> list[Path]:
