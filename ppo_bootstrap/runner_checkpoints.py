@@ -58,10 +58,12 @@ class RunnerCheckpoints:
         """Restore a checkpoint, all or nothing.
 
         Single process, saved by a single process, with the same task, env count, env device and
-        env model: training continues exactly where it stopped (RNG states, observations,
-        recurrent states, and env state when the env provides ``state_dict``/``load_state_dict``).
+        env model, from an env that saves its state (``state_dict``/``load_state_dict``): training
+        continues exactly where it stopped (RNG states, observations, recurrent states, episode
+        counters and the env's state).
         Where any of these differs (another world size or ``num_envs``, 4,096 GPU envs resumed as
-        64 CPU ones, an env whose ``check_state_dict`` refuses the saved state): the learning state
+        64 CPU ones, an env whose ``check_state_dict`` refuses the saved state, an env with no state
+        to restore, as Isaac Lab's): the learning state
         (policy, normalizers, optimizer, learning rate, iteration) is restored, the envs continue
         from their current state, and one printed line says what differed. A policy-only
         checkpoint (``policy`` and ``config``, as ``docs/checkpoints`` ships) loads the network and
@@ -133,6 +135,10 @@ class RunnerCheckpoints:
         saved, current = ({g: tuple(v.shape) for g, v in obs.items()} for obs in (ckpt["obs"], self.obs))
         if saved != current:
             return f"its observation groups {saved} differ from this env's {current}"
+        if ckpt["env"] is None or not hasattr(self.env, "load_state_dict"):
+            # without the env's own state the saved observations and episode counters describe
+            # episodes this env is not in (a rebuilt Isaac Lab env starts new ones)
+            return "the env saves no state of its own (state_dict / load_state_dict) to continue from"
         if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
             try:
                 self.env.check_state_dict(ckpt["env"])

@@ -183,6 +183,7 @@ def test_the_gate_task_ends_with_the_walking_gate_on_its_last_checkpoint(tmp_pat
     g1_walk.main(["--task", "G1-Walk-Clock-CPU-Gate-v0", "--num_envs", "4", "--max_iterations", "1",
                   "agent.ppo.num_learning_epochs=1", "--log-dir", str(tmp_path / "gate")])
     out = capsys.readouterr().out
+    assert "passed the walking gate first" in out.splitlines()[1]  # what to expect, said before the run
     head = f"benchmarks/g1_gate.py {tmp_path / 'gate' / 'model_1.pt'}"
     assert head in out
     table = out[out.index(head):].splitlines()

@@ -911,6 +911,41 @@ def test_resume_with_another_env_count_continues_the_learning_state_and_draws_th
     assert runner.iteration == 3 and runner.total_steps == source.total_steps + 8 * envs
 
 
+class _StatelessEnv(TimeLimitEnv):
+    """An env with no state a checkpoint can carry (as Isaac Lab's, rebuilt by each process)."""
+
+    def __getattribute__(self, name):
+        if name in ("state_dict", "load_state_dict", "check_state_dict"):
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_an_env_without_state_resumes_with_the_counters_of_its_own_episodes(tmp_path, capsys):
+    def env(seed):  # no falls: every episode ends at the 10-step time limit
+        return _StatelessEnv(num_envs=8, episode_length=10, privileged_dim=1, seed=seed)
+
+    source = _small_runner(env=env(3))
+    source.learn(2)  # 16 steps: every episode in progress is 6 steps old
+    path = tmp_path / "model_2.pt"
+    source.save(path)
+    runner = _small_runner(env=env(4), seed=4)  # a new process: its env starts new episodes
+    obs_before = {k: v.clone() for k, v in runner.obs.items()}
+    clocks = runner.env.step_count.tolist()  # the env's reset starts each episode at a random step
+    capsys.readouterr()
+    runner.load(path)
+    note = capsys.readouterr().out.strip().splitlines()
+    assert len(note) == 1 and str(path) in note[0] and "saves no state of its own" in note[0], note
+    for key, value in _learning_state(source).items():
+        assert torch.equal(_learning_state(runner)[key], value), key
+    for key, value in obs_before.items():
+        assert torch.equal(runner.obs[key], value), key
+    assert runner.episode_length.eq(0).all()
+    runner.learn(2)  # 16 steps: each env's first episode ends after 10 - clock, a second after 10 more
+    expected = sorted([10.0 - c for c in clocks] + [10.0 for c in clocks if 20 - c <= 16])
+    # with the saved counters (6 steps each) added, the first episodes would read 16 - clock
+    assert sorted(length for _, length in runner.recent_episodes) == expected
+
+
 def test_a_checkpoint_saved_on_cuda_resumes_on_cpu(tmp_path, capsys):
     source = _small_runner()
     source.learn(1)
