@@ -4,6 +4,7 @@
     python benchmarks/g1_acceptance.py runs/g1 --iterations 1500 --command env     # the mixed command set
     python benchmarks/g1_acceptance.py docs/checkpoints/g1_clock_it1296.pt --gait-clock   # one checkpoint file
     python benchmarks/g1_acceptance.py CHECKPOINT --command env --solver-iterations 100 --ls-iterations 50  # another solver budget
+    python benchmarks/g1_acceptance.py CHECKPOINT --command env env.randomization.kp_scale=[1.1,1.1]     # one physics change
 
 For each ``model_<it>.pt`` of the run directory (every ``--every`` iterations, or the ones named) it
 runs one seeded evaluation (fixed command 0.5 m/s by default, 15 s horizon, falls judged at
@@ -12,7 +13,9 @@ checkpoint (from the run's ``metrics.jsonl``: the sum of the Runner's per-iterat
 update times, so start-up and kernel compilation are not in it), fall rate, the gait means of the
 envs commanded to walk and the policy verdict; then a line for each of the first five envs that
 fell (its command, the cause and time, and the training rule's judgement of it). ``--json`` keeps
-the rows, every fall included.
+the rows, every fall included. ``env.KEY=VALUE`` overrides change the task the checkpoint recorded,
+as on the training command line: a randomization range of one value (``[1.1,1.1]``) sets that
+parameter in every env, so a checkpoint can be judged under one physics change at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 from ppo_bootstrap import checkpoint
 from ppo_bootstrap.runner import read_metrics
 
+from isaac_adapter.app.overrides import OverrideError, apply_overrides, parse_override
 from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator, EvalReport
 from isaac_adapter.evaluation.gait import walking_means
 from isaac_adapter.evaluation.judge import FALL
@@ -118,8 +122,15 @@ def main() -> None:
     parser.add_argument("--command", default="0.5,0.0,0.0", help="v_x,v_y,w_z for every env, or 'env' (mixed)")
     add_solver_args(parser)
     parser.add_argument("--json", default=None, help="write the rows here")
-    args = parser.parse_args()
+    parser.add_argument("overrides", nargs="*", metavar="env.KEY=VALUE", help="changes to the recorded task")
+    args = parser.parse_intermixed_args()  # overrides may come after the options
     solver = solver_overrides(args)
+    try:  # every mistake in one line, before anything is built
+        keys = [parse_override(o)[0] for o in args.overrides]
+    except OverrideError as err:
+        parser.error(str(err))
+    if any(not k.startswith("env.") for k in keys):
+        parser.error(f"overrides change the task: env.KEY=VALUE (got {', '.join(k for k in keys if not k.startswith('env.'))})")
     torch.set_grad_enabled(False)
 
     run_dir = Path(args.run_dir)
@@ -133,6 +144,10 @@ def main() -> None:
     # its time, so that mixed-command figures stay comparable); --gait-clock for files that do not say
     env_cfg = checkpoint_walk_config(str(chosen[0][1]), gait_clock=True if args.gait_clock else None,
                                      num_envs=args.num_envs, seed=args.seed, device=device, **solver)
+    try:
+        env_cfg = apply_overrides({"env": env_cfg}, args.overrides)["env"]
+    except OverrideError as err:
+        parser.error(str(err))
     env = G1WalkEnv(env_cfg, backend=args.backend)
     commands = None if args.command == "env" else tuple(float(v) for v in args.command.split(","))
     evaluator = Evaluator(G1WalkProbe(env), EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=commands))
@@ -140,8 +155,9 @@ def main() -> None:
 
     budget = (f", solver {env_cfg.solver_iterations or 'model'} iterations / {env_cfg.ls_iterations or 'model'} "
               "line-search steps") if solver else ""
+    changed = f", {' '.join(args.overrides)}" if args.overrides else ""
     print(f"{run_dir}: {args.backend} ({device}), {args.num_envs} envs, {args.horizon_s:g} s, seed {args.seed}, "
-          f"command {args.command}{budget}")
+          f"command {args.command}{budget}{changed}")
     print_header()
     rows = []
     for it, path in chosen:

@@ -22,7 +22,9 @@ Newton pins MuJoCo 3.12::
     python benchmarks/sim_parity.py sample docs/checkpoints/g1_clock_it1296.pt --out STATES.npz
     # 2. Isaac Lab venv (isaaclab 3.0, MuJoCo 3.12; ISAACSIM_ASSET_ROOT set): both simulators in one process
     python benchmarks/sim_parity.py compare STATES.npz [--json OUT.json]
-    # contact, joint and solver parameters of both models, side by side (Isaac Lab venv)
+    # the same with MuJoCo's own collision detection on the Isaac Lab side (the env uses Newton's)
+    python benchmarks/sim_parity.py compare STATES.npz --mujoco-contacts
+    # contact, joint and solver parameters of both models, side by side, and their mass matrices (Isaac Lab venv)
     python benchmarks/sim_parity.py inspect
 
 In ``compare`` the CPU MuJoCo side is the task's own model (``build_g1_model``, explicit foot-floor
@@ -253,7 +255,8 @@ class IsaacSide:
     """``G1WalkDirectEnv`` with one row per start state, stepped through its scene as
     ``DirectRLEnv.step`` does (targets, ``write_data_to_sim``, ``sim.step``, ``scene.update``)."""
 
-    def __init__(self, rows: int, solver_iterations: int | None = None, ls_iterations: int | None = None):
+    def __init__(self, rows: int, solver_iterations: int | None = None, ls_iterations: int | None = None,
+                 mujoco_contacts: bool = False):
         import torch
 
         from isaac_adapter.isaaclab.g1_direct import G1WalkDirectEnv, G1WalkDirectEnvCfg
@@ -269,6 +272,9 @@ class IsaacSide:
             cfg.sim.physics.solver_cfg.ls_iterations = ls_iterations
         cfg.sim.physics.solver_cfg.nconmax = 64
         cfg.sim.physics.solver_cfg.njmax = 400
+        if mujoco_contacts:  # MuJoCo's own collision detection instead of Newton's pipeline
+            cfg.sim.physics.solver_cfg.use_mujoco_contacts = True
+            cfg.sim.physics.collision_cfg = None
         self.env = G1WalkDirectEnv(cfg, task)
         self.env.reset()
         from isaaclab_newton.physics import NewtonManager
@@ -480,7 +486,7 @@ def _ratio(force: np.ndarray) -> float:
 
 def run_compare(states_path: str | None, walk_rows: int = 24, fall_rows: int = 8, seed: int = 0,
                 solver_iterations: int | None = None, ls_iterations: int | None = None,
-                only: tuple[str, ...] | None = None) -> dict[str, Any]:
+                only: tuple[str, ...] | None = None, mujoco_contacts: bool = False) -> dict[str, Any]:
     """Both simulators on the scenarios; returns the summary with the per-step records.
 
     Without ``states_path`` (no MuJoCo 4 rollout at hand) only the scenarios that need none run:
@@ -495,7 +501,7 @@ def run_compare(states_path: str | None, walk_rows: int = 24, fall_rows: int = 8
         scenarios = build_scenarios(states, mjs.nominal, settled, walk_rows, fall_rows, seed)
     if only:
         scenarios = [s for s in scenarios if s.name in only]
-    return run_scenarios(scenarios, mjs, solver_iterations, ls_iterations)
+    return run_scenarios(scenarios, mjs, solver_iterations, ls_iterations, mujoco_contacts)
 
 
 def contact_free_start_scenarios(nominal: np.ndarray) -> list[Scenario]:
@@ -514,13 +520,13 @@ def contact_free_start_scenarios(nominal: np.ndarray) -> list[Scenario]:
 
 
 def run_scenarios(scenarios: list[Scenario], mjs: MujocoSide, solver_iterations: int | None = None,
-                  ls_iterations: int | None = None) -> dict[str, Any]:
+                  ls_iterations: int | None = None, mujoco_contacts: bool = False) -> dict[str, Any]:
     """CPU MuJoCo row by row, then one Isaac Lab env holding every row (each in its own world)."""
     t0 = time.perf_counter()
     mj = {s.name: mjs.run(s.qpos, s.qvel, s.targets, s.steps) for s in scenarios}
     t_mj = time.perf_counter() - t0
     total = sum(s.qpos.shape[0] for s in scenarios)
-    isaac = IsaacSide(total, solver_iterations, ls_iterations)
+    isaac = IsaacSide(total, solver_iterations, ls_iterations, mujoco_contacts)
     t0 = time.perf_counter()
     qpos = np.concatenate([s.qpos for s in scenarios])
     qvel = np.concatenate([s.qvel for s in scenarios])
@@ -548,8 +554,10 @@ def _pad(targets: np.ndarray, steps: int) -> np.ndarray:
 
 
 def compare(args: argparse.Namespace) -> None:
-    out = run_compare(args.states, args.walk_rows, args.fall_rows, args.seed, args.solver_iterations, args.ls_iterations)
-    print(f"MuJoCo (CPU, explicit pairs) vs Isaac Lab (Newton / MuJoCo-Warp), states from {args.states}")
+    out = run_compare(args.states, args.walk_rows, args.fall_rows, args.seed, args.solver_iterations, args.ls_iterations,
+                      mujoco_contacts=args.mujoco_contacts)
+    contacts = "MuJoCo's collision detection" if args.mujoco_contacts else "Newton's collision pipeline"
+    print(f"MuJoCo (CPU, explicit pairs) vs Isaac Lab (Newton / MuJoCo-Warp, {contacts}), states from {args.states}")
     print("mean |difference| over a case's rows after N policy steps (root_z/xy in mm, velocities in m/s and rad/s, "
           "joint rms in rad and rad/s); Fn/Ft: total foot normal/tangential force (N), n: active foot contacts")
     print_table(out["table"])
@@ -619,20 +627,50 @@ def inspect(args: argparse.Namespace) -> None:
         theirs = getattr(mw, key).numpy().reshape(-1, mjm.nv)[0]
         print(f"  {key}: max |MuJoCo - Isaac| over the 29 joints (matched by name) "
               f"{_by_name(m, ours[dof], mjm, theirs[dof]):.3g}")
+    mass_matrix, bias = _dynamics_gap(m, mjm, mjs.nominal)
+    print(f"  at the nominal pose with random joint velocities: max |M_MuJoCo - M_Isaac| {mass_matrix:.3g} "
+          f"(joint space, matched by name), max |gravity + Coriolis difference| {bias:.3g}")
+
+
+def _joint_index(mjm, name: str) -> int:
+    """The joint of Isaac Lab's MuJoCo model named ``name`` (Newton's names are the USD paths with
+    "/" as "_", plus an index)."""
+    match = [j for j in range(mjm.njnt) if re.search(rf"(^|[_/]){name}(_\d+)?$", mjm.joint(j).name)]
+    if len(match) != 1:
+        raise RuntimeError(f"joint {name} matches {len(match)} joints of the Isaac Lab model")
+    return match[0]
+
+
+def _dynamics_gap(m, mjm, qpos: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """Both models in the same state: the largest difference of their joint-space mass matrices and
+    of their bias forces (gravity, Coriolis), dofs matched by joint name."""
+    import mujoco
+
+    d1, d2 = mujoco.MjData(m), mujoco.MjData(mjm)
+    qvel = np.random.default_rng(seed).normal(0.0, 1.0, m.nv)
+    d1.qpos[:], d1.qvel[:] = qpos, qvel
+    d2.qpos[:7], d2.qvel[:6] = qpos[:7], qvel[:6]
+    ours, theirs = list(range(6)), list(range(6))
+    for j in range(1, m.njnt):
+        t = _joint_index(mjm, m.joint(j).name)
+        d2.qpos[mjm.jnt_qposadr[t]] = qpos[m.jnt_qposadr[j]]
+        d2.qvel[mjm.jnt_dofadr[t]] = qvel[m.jnt_dofadr[j]]
+        ours.append(int(m.jnt_dofadr[j]))
+        theirs.append(int(mjm.jnt_dofadr[t]))
+    mujoco.mj_forward(m, d1)
+    mujoco.mj_forward(mjm, d2)
+    full1, full2 = np.zeros((m.nv, m.nv)), np.zeros((mjm.nv, mjm.nv))
+    mujoco.mj_fullM(m, d1, full1)
+    mujoco.mj_fullM(mjm, d2, full2)
+    gap_m = np.abs(full1[np.ix_(ours, ours)] - full2[np.ix_(theirs, theirs)]).max()
+    return float(gap_m), float(np.abs(d1.qfrc_bias[ours] - d2.qfrc_bias[theirs]).max())
 
 
 def _by_name(m, a: np.ndarray, mjm, b: np.ndarray) -> float:
     """Max difference of per-dof values matched by joint name (Isaac Lab's joints are ordered differently)."""
     na = {m.joint(int(m.dof_jntid[6 + i])).name: a[i] for i in range(a.shape[0])}
-    nb = {mjm.joint(int(mjm.dof_jntid[6 + i])).name: b[i] for i in range(b.shape[0])}
-    diffs = []
-    for name, value in na.items():
-        # Newton's names are the USD paths with "/" as "_", plus an index: match the joint's own name
-        match = [v for k, v in nb.items() if re.search(rf"(^|[_/]){name}(_\d+)?$", k)]
-        if len(match) != 1:
-            raise RuntimeError(f"joint {name} matches {len(match)} joints of the Isaac Lab model")
-        diffs.append(abs(value - match[0]))
-    return max(diffs)
+    nb = {int(mjm.dof_jntid[6 + i]): b[i] for i in range(b.shape[0])}
+    return max(abs(value - nb[_joint_index(mjm, name)]) for name, value in na.items())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -652,6 +690,8 @@ def main(argv: list[str] | None = None) -> None:
             p.add_argument("--fall-rows", type=int, default=8)
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--json")
+            p.add_argument("--mujoco-contacts", action="store_true",
+                           help="Isaac Lab side: MuJoCo's collision detection instead of Newton's pipeline (the env's)")
         p.add_argument("--solver-iterations", type=int, help="Isaac Lab's MJWarp iterations (default: the env's)")
         p.add_argument("--ls-iterations", type=int)
     args = parser.parse_args(argv)

@@ -1,0 +1,46 @@
+"""``benchmarks/g1_acceptance.py CHECKPOINT env.KEY=VALUE``: a checkpoint judged under one physics change."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "g1_acceptance.py"
+CHECKPOINT = ROOT / "docs" / "checkpoints" / "g1_clock_it1296.pt"
+
+
+def acceptance(*extra: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(SCRIPT), str(CHECKPOINT), "--num-envs", "4", "--horizon-s", "2", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def fall_rate(out: str) -> float:
+    lines = out.splitlines()
+    row = lines[next(i for i, line in enumerate(lines) if line.startswith("---")) + 1]  # the row under the header
+    return float(row.split()[3].rstrip("%")) / 100
+
+
+@pytest.mark.parametrize("override,named", [
+    ("env.randomization.kp_scal=[1,1]", "kp_scal"),               # an unknown field, with the one it meant
+    ("env.randomization.kp_scale=[1.2,1.1]", "low <= high"),      # a range the config refuses
+    ("agent.ppo.gamma=0.9", "env.KEY=VALUE"),                     # not a change of the task
+])
+def test_a_bad_override_is_one_line_before_anything_is_built(override: str, named: str) -> None:
+    done = acceptance(override)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert named in last and "Traceback" not in done.stderr, done.stderr
+    assert "fell" not in done.stdout and "iteration" not in done.stdout  # no env built, nothing judged
+
+
+def test_a_one_value_range_reaches_the_physics() -> None:
+    """The shipped policy stands its 2 s; with every servo at 0.3 of its stiffness no robot can."""
+    plain, weak = acceptance(), acceptance("env.randomization.kp_scale=[0.3,0.3]")
+    assert plain.returncode == 0 and weak.returncode == 0, plain.stderr + weak.stderr
+    assert "kp_scale=[0.3,0.3]" in weak.stdout.splitlines()[0]
+    assert fall_rate(plain.stdout) == 0.0
+    assert fall_rate(weak.stdout) == 1.0
