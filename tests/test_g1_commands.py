@@ -39,8 +39,10 @@ OLD = {**LEGACY_COMMANDS, **LEGACY_BACKEND}  # what a checkpoint that recorded n
 def trained_env(ckpt: dict) -> dict:
     """The env config a shipped checkpoint recorded, with the feet's collider it trained by: every
     one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``),
-    and predates ``randomization``, so trained without any (its default, off)."""
-    return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), **ckpt["task"]["env"]}
+    and predates ``randomization`` and ``model_self_collisions``, so trained without any
+    randomization and with the model's self-collision pairs (their defaults)."""
+    return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), "model_self_collisions": True,
+            **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:

@@ -176,3 +176,30 @@ def test_the_smooth_task_id_builds_and_steps():
     result = env.step(torch.zeros(2, env.num_actions))
     assert torch.isfinite(result.reward).all()
     assert result.info["log"]["Episode_Reward/joint_vel"].shape == ()
+
+
+def test_without_self_collisions_crossed_legs_pass_through_each_other():
+    """``model_self_collisions=False`` keeps only the floor's contact pairs (the converted Isaac Lab G1
+    collides so); with the model's own pairs, legs rolled into each other touch."""
+    import mujoco
+
+    envs = {keep: G1WalkEnv(G1WalkConfig(num_envs=1, physics_threads=1, model_self_collisions=keep)) for keep in (True, False)}
+    floor_pairs = {}
+    for keep, env in envs.items():
+        m = env.backend.model
+        names = [(m.geom(int(m.pair_geom1[p])).name, m.geom(int(m.pair_geom2[p])).name) for p in range(m.npair)]
+        floor_pairs[keep] = sorted(n for n in names if "floor" in n)
+        if not keep:
+            assert len(names) == len(floor_pairs[keep])  # nothing but the floor's
+    assert floor_pairs[True] == floor_pairs[False] and floor_pairs[True]
+    touching = {}
+    for keep, env in envs.items():
+        m = env.backend.model
+        d = mujoco.MjData(m)  # the model's zero pose: legs straight
+        d.qpos[2] += 1.0  # in the air: no floor contact
+        for joint, roll in (("left_hip_roll_joint", -0.5), ("right_hip_roll_joint", 0.5)):  # each leg inwards
+            d.qpos[m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, joint)]] = roll
+        mujoco.mj_forward(m, d)
+        touching[keep] = {tuple(sorted((m.geom(c.geom1).name, m.geom(c.geom2).name))) for c in d.contact[: d.ncon]}
+    assert ("left_shin_collision", "right_shin_collision") in touching[True]
+    assert touching[False] == set()

@@ -24,6 +24,8 @@ Newton pins MuJoCo 3.12::
     python benchmarks/sim_parity.py compare STATES.npz [--json OUT.json]
     # the same with MuJoCo's own collision detection on the Isaac Lab side (the env uses Newton's)
     python benchmarks/sim_parity.py compare STATES.npz --mujoco-contacts
+    # the MuJoCo side without its self-collision pairs (legs, hands, torso), as the converted robot collides
+    python benchmarks/sim_parity.py compare STATES.npz --no-self-collisions
     # contact, joint and solver parameters of both models, side by side, and their mass matrices (Isaac Lab venv)
     python benchmarks/sim_parity.py inspect
 
@@ -158,13 +160,13 @@ def build_scenarios(states: dict[str, Any], nominal: np.ndarray, settled: tuple[
 class MujocoSide:
     """The task's compiled MuJoCo model, one ``MjData`` per row."""
 
-    def __init__(self, model_variant: str, sim_dt: float, decimation: int):
+    def __init__(self, model_variant: str, sim_dt: float, decimation: int, self_collisions: bool = True):
         import mujoco
 
         from isaac_adapter.tasks.g1_walk import assets
 
         self.mj = mujoco
-        g1 = assets.build_g1_model(model_variant, sim_dt)
+        g1 = assets.build_g1_model(model_variant, sim_dt, self_collisions=self_collisions)
         self.g1, self.m, self.decimation = g1, g1.model, decimation
         m = self.m
         self.nominal = g1.nominal_qpos
@@ -486,17 +488,18 @@ def _ratio(force: np.ndarray) -> float:
 
 def run_compare(states_path: str | None, walk_rows: int = 24, fall_rows: int = 8, seed: int = 0,
                 solver_iterations: int | None = None, ls_iterations: int | None = None,
-                only: tuple[str, ...] | None = None, mujoco_contacts: bool = False) -> dict[str, Any]:
+                only: tuple[str, ...] | None = None, mujoco_contacts: bool = False,
+                self_collisions: bool = True) -> dict[str, Any]:
     """Both simulators on the scenarios; returns the summary with the per-step records.
 
     Without ``states_path`` (no MuJoCo 4 rollout at hand) only the scenarios that need none run:
     ``stand``, ``drop`` and ``rest_fall`` (the nominal pose released 1 m up, at rest)."""
     if states_path is None:
-        mjs = MujocoSide("menagerie_mjx", 0.005, 4)
+        mjs = MujocoSide("menagerie_mjx", 0.005, 4, self_collisions)
         scenarios = contact_free_start_scenarios(mjs.nominal)
     else:
         states = dict(np.load(states_path, allow_pickle=False))
-        mjs = MujocoSide(str(states["model_variant"]), float(states["sim_dt"]), int(states["decimation"]))
+        mjs = MujocoSide(str(states["model_variant"]), float(states["sim_dt"]), int(states["decimation"]), self_collisions)
         settled = mjs.settle(SETTLE_STEPS)
         scenarios = build_scenarios(states, mjs.nominal, settled, walk_rows, fall_rows, seed)
     if only:
@@ -555,9 +558,10 @@ def _pad(targets: np.ndarray, steps: int) -> np.ndarray:
 
 def compare(args: argparse.Namespace) -> None:
     out = run_compare(args.states, args.walk_rows, args.fall_rows, args.seed, args.solver_iterations, args.ls_iterations,
-                      mujoco_contacts=args.mujoco_contacts)
+                      mujoco_contacts=args.mujoco_contacts, self_collisions=not args.no_self_collisions)
     contacts = "MuJoCo's collision detection" if args.mujoco_contacts else "Newton's collision pipeline"
-    print(f"MuJoCo (CPU, explicit pairs) vs Isaac Lab (Newton / MuJoCo-Warp, {contacts}), states from {args.states}")
+    pairs = "floor pairs only" if args.no_self_collisions else "explicit pairs"
+    print(f"MuJoCo (CPU, {pairs}) vs Isaac Lab (Newton / MuJoCo-Warp, {contacts}), states from {args.states}")
     print("mean |difference| over a case's rows after N policy steps (root_z/xy in mm, velocities in m/s and rad/s, "
           "joint rms in rad and rad/s); Fn/Ft: total foot normal/tangential force (N), n: active foot contacts")
     print_table(out["table"])
@@ -692,6 +696,8 @@ def main(argv: list[str] | None = None) -> None:
             p.add_argument("--json")
             p.add_argument("--mujoco-contacts", action="store_true",
                            help="Isaac Lab side: MuJoCo's collision detection instead of Newton's pipeline (the env's)")
+            p.add_argument("--no-self-collisions", action="store_true",
+                           help="MuJoCo side: only the floor's contact pairs, as the converted robot collides")
         p.add_argument("--solver-iterations", type=int, help="Isaac Lab's MJWarp iterations (default: the env's)")
         p.add_argument("--ls-iterations", type=int)
     args = parser.parse_args(argv)

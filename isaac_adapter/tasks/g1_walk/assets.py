@@ -94,6 +94,7 @@ def build_g1_model(
     iterations: int | None = None,
     ls_iterations: int | None = None,
     file_sensors: bool = False,
+    self_collisions: bool = True,
 ) -> G1Model:
     """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors.
 
@@ -102,6 +103,9 @@ def build_g1_model(
     readings: velocimeters, gyros, frame axes, accelerometers), which nothing here reads. Sensors
     never act on the dynamics, but they are computed on every substep, and an accelerometer alone
     makes MuJoCo run its post-constraint inverse dynamics each time; so by default they are dropped.
+    ``self_collisions=False`` drops the file's contact pairs between the robot's own bodies (legs
+    against legs, hands against thighs and torso) and keeps those with the floor: the robot as the
+    converted Isaac Lab G1 collides, whose legs pass through each other.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown G1 model variant {variant!r}; choose from {sorted(VARIANTS)}")
@@ -120,6 +124,10 @@ def build_g1_model(
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
         spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
     floor = next(g.name for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_PLANE)
+    if not self_collisions:
+        for pair in list(spec.pairs):
+            if floor not in (pair.geomname1, pair.geomname2):
+                spec.delete(pair)
     for foot, contact, vel in zip(FEET, FOOT_CONTACT_SENSORS, FOOT_VEL_SENSORS):
         # contact between any geom of the foot body and the floor; reads the number found (0 = air)
         spec.add_sensor(
