@@ -502,6 +502,9 @@ def run_compare(states_path: str | None, walk_rows: int = 24, fall_rows: int = 8
         mjs = MujocoSide(str(states["model_variant"]), float(states["sim_dt"]), int(states["decimation"]), self_collisions)
         settled = mjs.settle(SETTLE_STEPS)
         scenarios = build_scenarios(states, mjs.nominal, settled, walk_rows, fall_rows, seed)
+        if not self_collisions:  # the rollout's MuJoCo 4 states had the pairs: no like-for-like floor
+            for scenario in scenarios:
+                scenario.mj4 = None
     if only:
         scenarios = [s for s in scenarios if s.name in only]
     return run_scenarios(scenarios, mjs, solver_iterations, ls_iterations, mujoco_contacts)
