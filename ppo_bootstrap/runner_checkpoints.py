@@ -97,7 +97,7 @@ class RunnerCheckpoints:
         except (ValueError, KeyError, TypeError) as err:
             raise checkpoint.CheckpointError(path, str(err)) from err
         # Nothing has changed so far. The env goes first: it is the one part that may still refuse.
-        if exact and ckpt["env"] is not None and hasattr(self.env, "load_state_dict"):
+        if exact:  # an exact resume has the env's saved state and an env that loads it (_resume_differs)
             self.env.load_state_dict(ckpt["env"])
         self.policy.load_state_dict(ckpt["policy"])
         if load_optimizer:
@@ -139,7 +139,7 @@ class RunnerCheckpoints:
             # without the env's own state the saved observations and episode counters describe
             # episodes this env is not in (a rebuilt Isaac Lab env starts new ones)
             return "the env saves no state of its own (state_dict / load_state_dict) to continue from"
-        if ckpt["env"] is not None and hasattr(self.env, "check_state_dict"):
+        if hasattr(self.env, "check_state_dict"):
             try:
                 self.env.check_state_dict(ckpt["env"])
             except ValueError as err:
