@@ -203,3 +203,17 @@ def test_without_self_collisions_crossed_legs_pass_through_each_other():
         touching[keep] = {tuple(sorted((m.geom(c.geom1).name, m.geom(c.geom2).name))) for c in d.contact[: d.ncon]}
     assert ("left_shin_collision", "right_shin_collision") in touching[True]
     assert touching[False] == set()
+
+
+def test_contact_pairs_split_the_model_pairs_into_floor_and_self():
+    """The MJCF's 26 robot-robot pairs and its floor pairs, by geom name; the geoms that strike the
+    other leg but never the floor are the foot boxes and the linkage braces."""
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+
+    m = build_g1_model("menagerie_mjx", 0.005).model
+    pairs = contact_pairs(m)
+    assert len(pairs.self_pairs) == 26 and len(pairs.floor) == 23 and pairs.self_condim == 1
+    assert len(pairs.self_pairs) + len(pairs.floor) == m.npair  # every pair once
+    assert frozenset(("left_foot_box_collision", "right_shin_collision")) in pairs.self_pairs
+    assert pairs.self_only == {f"{side}_{part}_collision" for side in ("left", "right") for part in ("foot_box", "linkage_brace")}
+

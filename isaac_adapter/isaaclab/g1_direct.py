@@ -51,6 +51,7 @@ import torch
 from isaac_adapter.isaaclab.robot import (
     as_torch,
     feet_in_contact,
+    filter_from_ground,
     g1_articulation_cfg,
     quat_wxyz,
     require_isaaclab,
@@ -68,12 +69,13 @@ import mujoco  # noqa: E402
 import warp as wp  # noqa: E402
 from isaaclab.assets import ArticulationCfg, AssetBaseCfg  # noqa: E402
 from isaaclab.envs import DirectRLEnv, DirectRLEnvCfg  # noqa: E402
+from isaaclab.physics import PhysicsEvent  # noqa: E402
 from isaaclab.physics.physics_manager import PhysicsManager  # noqa: E402
 from isaaclab.scene import InteractiveSceneCfg  # noqa: E402
 from isaaclab.sensors import ContactSensorCfg  # noqa: E402
 from isaaclab.sim import SimulationCfg  # noqa: E402
 from isaaclab.utils import configclass  # noqa: E402
-from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg, NewtonManager  # noqa: E402
+from isaaclab_newton.physics import MJWarpSolverCfg, NewtonBuilderCfg, NewtonCfg, NewtonManager  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.backends.warp_stream import warp_on_torch_stream  # noqa: E402
@@ -140,6 +142,9 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
     # the env writes extras["final_obs"] itself when it resets by mask (Isaac Lab's flag asks for ids)
     reset_by_mask: bool = True
     compute_final_obs: bool = False
+    # the MuJoCo model the robot's drives and self-collisions come from (robot.author_self_collisions)
+    model_variant: str = "menagerie_mjx"
+    self_collisions: bool = False
 
     @classmethod
     def from_task(cls, task: G1WalkConfig, device: str | None = None, reset_by_mask: bool = True) -> "G1WalkDirectEnvCfg":
@@ -157,7 +162,9 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
             setattr(cfg.sim.physics.solver_cfg, name, value)
         cfg.reset_by_mask = reset_by_mask
         cfg.scene.num_envs = task.num_envs
-        cfg.scene.robot = g1_articulation_cfg(drives="task", model_variant=task.model_variant)
+        cfg.model_variant, cfg.self_collisions = task.model_variant, task.model_self_collisions
+        cfg.scene.robot = g1_articulation_cfg(drives="task", model_variant=task.model_variant,
+                                              self_collisions=task.model_self_collisions)
         cfg.sim.device = device or task.device
         cfg.sim.dt = task.sim_dt
         cfg.sim.render_interval = task.decimation
@@ -230,6 +237,15 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # record the whole step in one CUDA graph and replay it (CUDA, reset by mask; module docstring)
         self.cuda_graph = False
         self._step_graph: StepGraph | None = None
+
+    def _setup_scene(self) -> None:
+        if self.cfg.self_collisions:  # the self-only colliders off the ground, before the model is finalized
+            self._model_init_handle = NewtonManager.register_callback(
+                self._filter_from_ground, PhysicsEvent.MODEL_INIT, name="g1_self_only_colliders_off_the_ground")
+
+    def _filter_from_ground(self, _event: Any) -> None:
+        sim = self.sim
+        filter_from_ground(sim.get_or_create_backend(NewtonBuilderCfg(physics_cfg=sim.cfg.physics)), self.cfg.model_variant)
 
     # -- the simulator seam --------------------------------------------------------------------
 

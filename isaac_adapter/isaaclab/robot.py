@@ -15,6 +15,7 @@ raised) without it.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,7 @@ def g1_articulation_cfg(
     prim_path: str = "{ENV_REGEX_NS}/Robot",
     joint_pos: dict[str, float] | None = None,
     root_height: float | None = None,
+    self_collisions: bool = False,
 ) -> Any:
     """An ``ArticulationCfg`` of the local G1 USD.
 
@@ -147,6 +149,8 @@ def g1_articulation_cfg(
         model_variant: the MuJoCo G1 whose drives ``"task"`` copies.
         joint_pos: default joint positions by name or regex (default: the task model's nominal pose).
         root_height: spawn height of the pelvis (m); default: the task model's nominal height.
+        self_collisions: collide as the MuJoCo model does (:func:`author_self_collisions`); False
+            collides with the floor alone, as Isaac Lab's G1.
     """
     require_isaaclab()
     import isaaclab.sim as sim_utils
@@ -161,16 +165,97 @@ def g1_articulation_cfg(
         actuators = {name: ImplicitActuatorCfg(armature=0.01, **group) for name, group in _ISAACLAB_GROUPS.items()}
     else:
         raise ValueError(f"drives must be 'task' or 'isaaclab', got {drives!r}")
+    spawn = {"func": functools.partial(spawn_with_self_collisions, model_variant=model_variant)} if self_collisions else {}
     nominal_height, nominal_joints = nominal_pose(model_variant)
     joint_pos = nominal_joints if joint_pos is None else joint_pos
     root_height = nominal_height if root_height is None else root_height
     return ArticulationCfg(
         prim_path=prim_path,
-        spawn=sim_utils.UsdFileCfg(usd_path=str(usd), activate_contact_sensors=True),
+        spawn=sim_utils.UsdFileCfg(usd_path=str(usd), activate_contact_sensors=True, **spawn),
         init_state=ArticulationCfg.InitialStateCfg(pos=(0.0, 0.0, root_height), joint_pos=joint_pos, joint_vel={".*": 0.0}),
         soft_joint_pos_limit_factor=0.9,
         actuators=actuators,
     )
+
+
+def author_self_collisions(stage: Any, robot_path: str, model_variant: str = "menagerie_mjx") -> int:
+    """Give the G1 USD under ``robot_path`` the self-collisions of the MuJoCo model it came from.
+
+    The converted USD collides only with the floor (self-collisions off, as Isaac Lab's G1): its legs
+    pass through each other, and a policy trained on it trips on MuJoCo, where the swing foot strikes
+    the other leg. This turns self-collisions on and authors ``physics:filteredPairs`` on every robot
+    collider pair that is not one of the MJCF's ``<pair>``s, so exactly those collide. The foot boxes
+    and linkage braces, which strike the other leg but never the floor in the MJCF, become colliders;
+    keeping them off the ground is :func:`filter_from_ground`'s (Newton resolves a filtered pair
+    within one imported asset, and the ground is imported apart from the robot). Authored before the
+    robot is imported into the physics (:func:`spawn_with_self_collisions`). Returns the colliders' count.
+    """
+    from pxr import Sdf, Usd, UsdPhysics
+
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+
+    model = build_g1_model(model_variant, sim_dt=0.005).model
+    pairs = contact_pairs(model)
+    root = stage.GetPrimAtPath(robot_path)
+    if not root.IsValid():
+        raise ValueError(f"no robot prim at {robot_path}")
+    prims = {p.GetName(): p for p in Usd.PrimRange(root) if p.GetName() in pairs.floor | pairs.self_only}
+    missing = sorted((pairs.floor | pairs.self_only) - prims.keys())
+    if missing:
+        raise ValueError(f"the G1 USD at {robot_path} lacks the MJCF's collision geoms {missing}; rebuild the assets")
+    # a self-only collider outranks the floor colliders (the converter gave them a priority), so a contact
+    # with it takes its condim, the MJCF's for those pairs (1: frictionless); contacts between two
+    # floor colliders mix as MuJoCo's geoms do (condim 3, the larger friction), unlike their pairs
+    priority = 1 + max(int(p.GetAttribute("mjc:priority").Get() or 0) for name, p in prims.items()
+                       if name in pairs.floor and p.HasAttribute("mjc:priority"))
+    for name in sorted(pairs.self_only):
+        prim = prims[name]
+        UsdPhysics.CollisionAPI.Apply(prim)
+        prim.CreateAttribute("mjc:condim", Sdf.ValueTypeNames.Int).Set(pairs.self_condim)
+        prim.CreateAttribute("mjc:priority", Sdf.ValueTypeNames.Int).Set(priority)
+    names = sorted(prims)
+    for i, name in enumerate(names):
+        rest = [prims[other].GetPath() for other in names[i + 1:] if frozenset((name, other)) not in pairs.self_pairs]
+        UsdPhysics.FilteredPairsAPI.Apply(prims[name]).CreateFilteredPairsRel().SetTargets(rest)
+    roots = [p for p in Usd.PrimRange(root) if p.HasAPI(UsdPhysics.ArticulationRootAPI)]
+    if not roots:
+        raise ValueError(f"no articulation root under {robot_path}")
+    for prim in roots:
+        prim.CreateAttribute("newton:selfCollisionEnabled", Sdf.ValueTypeNames.Bool).Set(True)
+        prim.CreateAttribute("physxArticulation:enabledSelfCollisions", Sdf.ValueTypeNames.Bool).Set(True)
+    return len(names)
+
+
+def filter_from_ground(builder: Any, model_variant: str = "menagerie_mjx") -> int:
+    """Keep the colliders that strike only the robot (foot boxes, linkage braces) off the ground.
+
+    ``builder`` is Newton's ``ModelBuilder`` with every world replicated and not yet finalized (an
+    Isaac Lab ``MODEL_INIT`` callback, as its own Newton articulation configures the builder there);
+    the ground is the world-shared colliders. Returns the number of pairs filtered.
+    """
+    from newton import ShapeFlags
+
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+
+    self_only = contact_pairs(build_g1_model(model_variant, sim_dt=0.005).model).self_only
+    collides = int(ShapeFlags.COLLIDE_SHAPES)
+    ground = [i for i, world in enumerate(builder.shape_world) if world == -1 and builder.shape_flags[i] & collides]
+    shapes = [i for i, label in enumerate(builder.shape_label) if label.rsplit("/", 1)[-1] in self_only]
+    for shape in shapes:
+        for plane in ground:
+            builder.add_shape_collision_filter_pair(min(plane, shape), max(plane, shape))
+    return len(shapes) * len(ground)
+
+
+def spawn_with_self_collisions(prim_path: str, cfg: Any, *args: Any, model_variant: str = "menagerie_mjx",
+                               **kwargs: Any) -> Any:
+    """Isaac Lab's USD spawner, then :func:`author_self_collisions` on what it spawned: the clone
+    plan imports the robot into Newton as the scene is made, before an env's ``_setup_scene``."""
+    from isaaclab.sim.spawners.from_files import spawn_from_usd
+
+    prim = spawn_from_usd(prim_path, cfg, *args, **kwargs)
+    author_self_collisions(prim.GetStage(), str(prim.GetPath()), model_variant)
+    return prim
 
 
 def nominal_pose(model_variant: str = "menagerie_mjx") -> tuple[float, dict[str, float]]:

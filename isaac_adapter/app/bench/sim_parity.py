@@ -24,7 +24,7 @@ Newton pins MuJoCo 3.12::
     python benchmarks/sim_parity.py compare STATES.npz [--json OUT.json]
     # the same with MuJoCo's own collision detection on the Isaac Lab side (the env uses Newton's)
     python benchmarks/sim_parity.py compare STATES.npz --mujoco-contacts
-    # the MuJoCo side without its self-collision pairs (legs, hands, torso), as the converted robot collides
+    # both sides without the self-collision pairs (legs, hands, torso): the floor pairs alone
     python benchmarks/sim_parity.py compare STATES.npz --no-self-collisions
     # contact, joint and solver parameters of both models, side by side, and their mass matrices (Isaac Lab venv)
     python benchmarks/sim_parity.py inspect
@@ -258,15 +258,15 @@ class IsaacSide:
     ``DirectRLEnv.step`` does (targets, ``write_data_to_sim``, ``sim.step``, ``scene.update``)."""
 
     def __init__(self, rows: int, solver_iterations: int | None = None, ls_iterations: int | None = None,
-                 mujoco_contacts: bool = False):
+                 mujoco_contacts: bool = False, self_collisions: bool = True):
         import torch
 
         from isaac_adapter.isaaclab.g1_direct import G1WalkDirectEnv, G1WalkDirectEnvCfg
         from isaac_adapter.tasks.g1_walk import G1WalkConfig
 
-        torch.set_grad_enabled(False)
+        # nothing here builds a graph; grad stays as it is (in-process callers train afterwards)
         self.torch = torch
-        task = G1WalkConfig(num_envs=rows, device="cpu", joint_pos_noise=0.0)
+        task = G1WalkConfig(num_envs=rows, device="cpu", joint_pos_noise=0.0, model_self_collisions=self_collisions)
         cfg = G1WalkDirectEnvCfg.from_task(task, "cpu")
         if solver_iterations is not None:
             cfg.sim.physics.solver_cfg.iterations = solver_iterations
@@ -507,7 +507,7 @@ def run_compare(states_path: str | None, walk_rows: int = 24, fall_rows: int = 8
                 scenario.mj4 = None
     if only:
         scenarios = [s for s in scenarios if s.name in only]
-    return run_scenarios(scenarios, mjs, solver_iterations, ls_iterations, mujoco_contacts)
+    return run_scenarios(scenarios, mjs, solver_iterations, ls_iterations, mujoco_contacts, self_collisions)
 
 
 def contact_free_start_scenarios(nominal: np.ndarray) -> list[Scenario]:
@@ -526,13 +526,14 @@ def contact_free_start_scenarios(nominal: np.ndarray) -> list[Scenario]:
 
 
 def run_scenarios(scenarios: list[Scenario], mjs: MujocoSide, solver_iterations: int | None = None,
-                  ls_iterations: int | None = None, mujoco_contacts: bool = False) -> dict[str, Any]:
+                  ls_iterations: int | None = None, mujoco_contacts: bool = False,
+                  self_collisions: bool = True) -> dict[str, Any]:
     """CPU MuJoCo row by row, then one Isaac Lab env holding every row (each in its own world)."""
     t0 = time.perf_counter()
     mj = {s.name: mjs.run(s.qpos, s.qvel, s.targets, s.steps) for s in scenarios}
     t_mj = time.perf_counter() - t0
     total = sum(s.qpos.shape[0] for s in scenarios)
-    isaac = IsaacSide(total, solver_iterations, ls_iterations, mujoco_contacts)
+    isaac = IsaacSide(total, solver_iterations, ls_iterations, mujoco_contacts, self_collisions)
     t0 = time.perf_counter()
     qpos = np.concatenate([s.qpos for s in scenarios])
     qvel = np.concatenate([s.qvel for s in scenarios])
@@ -700,7 +701,7 @@ def main(argv: list[str] | None = None) -> None:
             p.add_argument("--mujoco-contacts", action="store_true",
                            help="Isaac Lab side: MuJoCo's collision detection instead of Newton's pipeline (the env's)")
             p.add_argument("--no-self-collisions", action="store_true",
-                           help="MuJoCo side: only the floor's contact pairs, as the converted robot collides")
+                           help="both sides: only the floor's contact pairs (the robot's own pairs off)")
         p.add_argument("--solver-iterations", type=int, help="Isaac Lab's MJWarp iterations (default: the env's)")
         p.add_argument("--ls-iterations", type=int)
     args = parser.parse_args(argv)

@@ -149,3 +149,35 @@ def build_g1_model(
     root_q = 0  # the free joint comes first in every variant
     nominal = np.concatenate([key.qpos[root_q : root_q + 7], key.qpos[model.jnt_qposadr[joints]]])
     return G1Model(model=model, nominal_qpos=nominal, joint_names=joint_names)
+
+
+@dataclass(frozen=True)
+class ContactPairs:
+    """Which of the model's geoms touch what, from its explicit ``<pair>``s (by geom name)."""
+
+    floor: frozenset[str]  # geoms paired with the floor
+    self_pairs: frozenset[frozenset[str]]  # pairs of the robot's own geoms
+    self_condim: int  # the contact dimension every self pair gives (1: frictionless)
+
+    @property
+    def self_only(self) -> frozenset[str]:
+        """Geoms that strike the robot's other geoms but never the floor (foot boxes, linkage braces)."""
+        return frozenset().union(*self.self_pairs) - self.floor
+
+
+def contact_pairs(model: mujoco.MjModel) -> ContactPairs:
+    """The floor and self-collision pairs of a compiled G1 model (one from :func:`build_g1_model`)."""
+    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
+    floor, self_pairs, condims = set(), set(), set()
+    for g1, g2, dim in zip(model.pair_geom1, model.pair_geom2, model.pair_dim):
+        names = {model.geom(int(g1)).name, model.geom(int(g2)).name}
+        planes = {model.geom(int(g)).name for g in (g1, g2) if model.geom_type[int(g)] == plane}
+        if planes:
+            floor |= names - planes
+        else:
+            self_pairs.add(frozenset(names))
+            condims.add(int(dim))
+    if len(condims) > 1:
+        raise ValueError(f"the model's self-collision pairs have condims {sorted(condims)}; one was expected")
+    return ContactPairs(frozenset(floor), frozenset(self_pairs), condims.pop() if condims else 3)
+
