@@ -90,10 +90,10 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
         warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0", "--optimization-level", "1"])
     assert levels == ["1", "1"]  # every row's child compiles at the level asked for
     out = capsys.readouterr().out
-    assert "--preload-workers 16 --box-box primitive: the run failed (exit 1): ['RuntimeError: error 901']" in out
+    assert "--preload-workers 16 --box-box primitive --adjoints off: the run failed (exit 1): ['RuntimeError: error 901']" in out
     assert "device cuda:0, kernel cache empty per row, optimisation -O1" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
-    assert table_row == [["0", "primitive", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
+    assert table_row == [["0", "primitive", "-", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
                           "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
 
 
@@ -118,7 +118,56 @@ def test_warp_compile_measures_one_row_per_foot_collider(monkeypatch, capsys) ->
     warp_compile.main(["--preload-workers", "0", "--box-box", "convex", "primitive"])
     assert asked == ["convex", "primitive"]
     rows = [ln.split()[:4] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
-    assert rows == [["0", "convex", "native", "0.0"], ["0", "primitive", "native", "0.0"]]
+    assert rows == [["0", "convex", "-", "native"], ["0", "primitive", "-", "native"]]
+
+
+def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch, capsys) -> None:
+    import json
+    import subprocess
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):  # each child reports the adjoints and simulator it was asked for
+        adjoints, sim = cmd[cmd.index("--adjoints") + 1], cmd[cmd.index("--sim") + 1]
+        asked.append((adjoints, sim))
+        row = {"device": "cpu", "preload_workers": 0, "cache": "empty", "box_box": "-", "output": "native",
+               "adjoints": adjoints == "on", "sim": sim, "preload_s": 0.0, "build_s": 37.0 if adjoints == "on" else 21.4,
+               "first_step_s": 19.0, "total_s": 56.0 if adjoints == "on" else 40.4, "named_compiled_s": 0.0,
+               "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--sim", "isaaclab", "--preload-workers", "0", "--adjoints", "on", "off"])
+    assert asked == [("on", "isaaclab"), ("off", "isaaclab")]
+    out = capsys.readouterr().out
+    assert "on Isaac Lab (G1WalkDirectEnv), 64 envs" in out
+    rows = [ln.split()[:6] for ln in out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "-", "on", "native", "0.0", "37.0"], ["0", "-", "off", "native", "0.0", "21.4"]]
+
+
+def test_the_application_compiles_warp_kernels_without_adjoints(monkeypatch) -> None:
+    """PPO never differentiates through the physics: a Warp-based env is built with Warp's adjoint
+    code off, the MuJoCo CPU env leaves the setting alone."""
+    wp = pytest.importorskip("warp")
+
+    import isaac_adapter.tasks.g1_walk as g1_walk
+    from isaac_adapter.app.envs import make_env
+    from isaac_adapter.tasks.registry import get_task
+
+    seen = []
+
+    class Recorder:  # stands in for the env: what Warp would compile with when it is built
+        def __init__(self, cfg, backend):
+            seen.append((backend, wp.config.enable_backward))
+
+    monkeypatch.setattr(g1_walk, "G1WalkEnv", Recorder)
+    monkeypatch.setattr(wp.config, "enable_backward", True)
+    spec = get_task("G1-Walk-Clock-Fast-v2")
+    make_env(spec, "mujoco", "cpu", 2)
+    make_env(spec, "warp", "cpu", 2)
+    assert seen == [("mujoco", True), ("warp", False)]
 
 
 def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_loads(monkeypatch, capsys) -> None:

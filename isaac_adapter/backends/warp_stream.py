@@ -1,5 +1,6 @@
 """Warp work recorded into a torch CUDA graph: shared by the MuJoCo Warp backend and Isaac Lab's
-Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either)."""
+Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either); and the compile setting
+both start with (:func:`forward_only_kernels`)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def warp_on_torch_stream(device: torch.device | str) -> Iterator[None]:
         finally:
             if capturing:
                 wp.capture_end(stream=stream)
+
+
+def forward_only_kernels() -> None:
+    """Compile Warp kernels without their adjoints from here on, process-wide.
+
+    PPO never differentiates through the physics, and the adjoint code is a large part of what a
+    cold start compiles: Newton's kernels behind Isaac Lab's G1 build in about half the time
+    (``benchmarks/warp_compile.py --sim isaaclab --adjoints on off``). Isaac Lab's ``train.py`` and
+    mjlab set the same. A module built before keeps its adjoints (Warp hashes the setting into the
+    module), so call this before the first kernel launch.
+    """
+    wp.config.enable_backward = False

@@ -6,6 +6,8 @@
     python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
     python benchmarks/warp_compile.py --preload-workers 0 --box-box convex primitive   # the feet's collider
+    python benchmarks/warp_compile.py --preload-workers 0 --adjoints on off   # kernels with and without adjoints
+    python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --adjoints on off   # G1WalkDirectEnv (Isaac Lab venv)
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -29,6 +31,12 @@ are printed). ``--optimization-level`` compiles every row at that level instead 
 (-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels. ``--box-box`` picks how the
 backend collides the G1's two foot boxes, one row each: ``primitive`` (the default, MuJoCo's
 box-box algorithm) or ``convex`` (MuJoCo Warp's general GJK/EPA path, one more kernel to build).
+
+``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
+(``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
+``--sim isaaclab`` builds ``G1WalkDirectEnv`` instead (Isaac Lab's Newton / MuJoCo-Warp; run in the
+Isaac Lab venv with ``ISAACSIM_ASSET_ROOT`` set): its modules are Newton's and Isaac Lab's besides
+MuJoCo Warp's, and count as per-model in the split.
 
 ``--from-log`` reads the module loads out of a log that Warp wrote (a training run's ``train.log``
 under ``time_to_walk.py``) and prints the same split, with the slowest modules, measuring nothing.
@@ -78,15 +86,19 @@ def split_loads(log: str) -> dict[str, float]:
 
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
-            optimization_level: int | None = None, box_box: str = "primitive") -> dict:
-    """Build the backend and take one step in this process; the phase times and the load split."""
+            optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
+            sim: str = "warp") -> dict:
+    """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
+    the phase times and the load split."""
     import warp as wp
 
     wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
     wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
+    wp.config.enable_backward = adjoints
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
-                 "optimization_level": optimization_level, "box_box": box_box}
+                 "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
+                 "adjoints": adjoints, "sim": sim}
     with contextlib.redirect_stdout(log):
         wp.init()
         # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
@@ -106,10 +118,19 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
         row["preload_s"] = time.perf_counter() - start
         start = time.perf_counter()
         cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box)
-        backend, nominal, _ = make_warp_backend(cfg, check_every=0)
-        row["build_s"] = time.perf_counter() - start
-        start = time.perf_counter()
-        backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
+        if sim == "isaaclab":
+            from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+            env = make_g1_direct_env(cfg, device=device)
+            row["build_s"] = time.perf_counter() - start
+            start = time.perf_counter()
+            env.reset()
+            env.step(torch.zeros(num_envs, env.num_actions, device=device))
+        else:
+            backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+            row["build_s"] = time.perf_counter() - start
+            start = time.perf_counter()
+            backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         row["first_step_s"] = time.perf_counter() - start
@@ -157,6 +178,11 @@ def _output(row: dict) -> str:
     return f"{output} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
 
 
+def _adjoints(row: dict) -> str:
+    """The table's adjoints column: ``on`` / ``off``, ``-`` for a row measured before the column."""
+    return "-" if "adjoints" not in row else ("on" if row["adjoints"] else "off")
+
+
 def _version(version: list[int] | tuple[int, ...] | None) -> str:
     """``(13, 4)`` as ``13.4``; ``?`` when Warp found no such version (no driver)."""
     return "?" if version is None else ".".join(str(part) for part in version)
@@ -194,6 +220,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
     p.add_argument("--box-box", nargs="+", choices=("primitive", "convex"), default=["primitive"],
                    help="how the foot boxes collide (the task's env.warp_box_box), one row each (default: primitive)")
+    p.add_argument("--adjoints", nargs="+", choices=("on", "off"), default=["off"],
+                   help="compile Warp's adjoint (backward) code too, one row each (default: off, as the application)")
+    p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
+                   help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--from-log", metavar="LOG", default=None,
@@ -206,33 +236,38 @@ def main(argv: list[str] | None = None) -> None:
     if args.training_start and args.optimization_level is not None:
         p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
                 "default: run the two in separate commands")
+    if args.training_start and args.sim != "warp":
+        p.error("--training-start runs g1_walk.py on MuJoCo Warp; run it without --sim isaaclab")
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
-                                          args.optimization_level, args.box_box[0])))
+                                          args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
+                                          args.sim)))
         return
     rows, failed = [], []
-    for box_box, workers in [(b, w) for b in args.box_box for w in args.preload_workers]:
+    for box_box, workers, adjoints in [(b, w, a) for b in args.box_box for w in args.preload_workers
+                                       for a in args.adjoints]:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
-               "--num-envs", str(args.num_envs),
+               "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints,
                "--preload-workers", str(workers), "--box-box", box_box] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=checkout_env())
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
-            failed.append(f"--preload-workers {workers} --box-box {box_box}: {failure(done)}")
+            failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints}: {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
         print(rows[-1], flush=True)
     level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
-    print(f"\nG1-Walk-Clock-Fast-v0 on MuJoCo Warp, {args.num_envs} envs, device {args.device}, "
+    built = "MuJoCo Warp" if args.sim == "warp" else "Isaac Lab (G1WalkDirectEnv)"
+    print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _output(r), f"{r['preload_s']:.1f}",
+    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}",
               f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
-    print(format_table(["preload workers", "box-box", "output", "preload s", "build s", "first step s", "total s",
+    print(format_table(["preload workers", "box-box", "adjoints", "output", "preload s", "build s", "first step s", "total s",
                         *LOAD_HEADERS], table))
-    runs = len(args.preload_workers) * len(args.box_box)
+    runs = len(args.preload_workers) * len(args.box_box) * len(args.adjoints)
     if args.training_start:
         runs += 1
         try:
