@@ -179,7 +179,7 @@ def test_the_smooth_task_id_builds_and_steps():
 
 
 def test_without_self_collisions_crossed_legs_pass_through_each_other():
-    """``model_self_collisions=False`` keeps only the floor's contact pairs (the converted Isaac Lab G1
+    """``model_self_collisions=False`` keeps only the floor's contact pairs (Isaac Lab's own G1
     collides so); with the model's own pairs, legs rolled into each other touch."""
     import mujoco
 

@@ -104,8 +104,8 @@ def build_g1_model(
     never act on the dynamics, but they are computed on every substep, and an accelerometer alone
     makes MuJoCo run its post-constraint inverse dynamics each time; so by default they are dropped.
     ``self_collisions=False`` drops the file's contact pairs between the robot's own bodies (legs
-    against legs, hands against thighs and torso) and keeps those with the floor: the robot as the
-    converted Isaac Lab G1 collides, whose legs pass through each other.
+    against legs, hands against thighs and torso) and keeps those with the floor: the robot as Isaac
+    Lab's own G1 collides, whose legs pass through each other.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown G1 model variant {variant!r}; choose from {sorted(VARIANTS)}")

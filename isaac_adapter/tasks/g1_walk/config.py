@@ -118,8 +118,9 @@ class G1WalkConfig:
     # keep the model file's own sensors (IMU readings the task never reads; see assets.build_g1_model):
     # the dynamics are bit-identical either way, only the cost of a substep differs
     model_file_sensors: bool = False
-    # the model file's contact pairs between the robot's own bodies (legs, hands, torso); False keeps
-    # only those with the floor, as the converted Isaac Lab G1 collides (see assets.build_g1_model)
+    # the model file's contact pairs between the robot's own bodies (legs, hands, torso), on every
+    # simulator (Isaac Lab: isaaclab.robot.author_self_collisions); False keeps only those with the
+    # floor, as Isaac Lab's own G1 collides (see assets.build_g1_model)
     model_self_collisions: bool = True
     physics_threads: int = 0  # CPU backends: worker threads, 0 for every core
     sim_dt: float = 0.005
