@@ -88,3 +88,29 @@ def test_legs_rolled_into_each_other_touch_where_mujoco_says(side):
         got = {frozenset((_geom(mjm.geom(int(a)).name), _geom(mjm.geom(int(b)).name)))
                for (a, b), dd, ww in zip(geom, dist, world) if ww == w and dd < 0}
         assert got == want
+
+
+def test_a_usd_without_the_collision_geoms_is_refused_in_one_line_before_anything_is_built(tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from pxr import Usd
+
+    from isaac_adapter.app.envs import check_sim
+    from isaac_adapter.isaaclab.robot import ASSET_ROOT_ENV, G1_USD
+    from isaac_adapter.tasks.registry import UsageError
+
+    root = tmp_path / "assets"
+    shutil.copytree(os.environ[ASSET_ROOT_ENV], root)
+    stage = Usd.Stage.Open(str(root / G1_USD))
+    for prim in list(stage.Traverse()):
+        if prim.GetName() == "right_linkage_brace_collision":
+            stage.RemovePrim(prim.GetPath())
+    stage.GetRootLayer().Save()
+    check_sim("isaaclab")  # the asset root as built passes
+    monkeypatch.setenv(ASSET_ROOT_ENV, str(root))
+    with pytest.raises(UsageError) as err:
+        check_sim("isaaclab")
+    message = str(err.value)
+    assert "\n" not in message and "['right_linkage_brace_collision']" in message
+    assert "python -m isaac_adapter.isaaclab.assets DIR" in message

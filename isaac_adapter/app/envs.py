@@ -21,11 +21,11 @@ def check_sim(sim: str) -> None:
         if not (_installed("warp") and _installed("mujoco_warp")):
             raise UsageError('MuJoCo Warp is not installed: pip install -e ".[g1,warp]" (needs a CUDA GPU to be fast)')
     elif sim == "isaaclab":
-        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root, require_isaaclab
+        from isaac_adapter.isaaclab.robot import IsaacLabSetupError, asset_root, check_g1_usd, require_isaaclab
 
         try:
             require_isaaclab()
-            asset_root()
+            check_g1_usd(asset_root())
         except IsaacLabSetupError as err:
             raise UsageError(str(err)) from None
     elif sim == "mjlab":

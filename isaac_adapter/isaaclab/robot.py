@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ASSET_ROOT_ENV = "ISAACSIM_ASSET_ROOT"
+BUILD_FIX = f"build it with: python -m isaac_adapter.isaaclab.assets DIR, then export {ASSET_ROOT_ENV}=DIR"
 # Isaac Lab's G1_MINIMAL_CFG path under ISAACLAB_NUCLEUS_DIR, so its own tasks find our USD unchanged.
 G1_USD = "Isaac/IsaacLab/Robots/Unitree/G1/g1_minimal.usd"
 
@@ -101,12 +102,25 @@ def asset_root() -> Path:
         IsaacLabSetupError: the variable is unset or the G1 USD is not under it.
     """
     root = os.environ.get(ASSET_ROOT_ENV)
-    fix = "build it with: python -m isaac_adapter.isaaclab.assets DIR, then export ISAACSIM_ASSET_ROOT=DIR"
     if not root:
-        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV} is not set, so Isaac Lab cannot find the G1 USD; {fix}")
+        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV} is not set, so Isaac Lab cannot find the G1 USD; {BUILD_FIX}")
     if not (Path(root) / G1_USD).is_file():
-        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV}={root} has no {G1_USD}; {fix}")
+        raise IsaacLabSetupError(f"{ASSET_ROOT_ENV}={root} has no {G1_USD}; {BUILD_FIX}")
     return Path(root)
+
+
+def check_g1_usd(root: Path, model_variant: str = "menagerie_mjx") -> None:
+    """Raise :class:`IsaacLabSetupError` unless the G1 USD under ``root`` holds a prim for every
+    collision geom of the MuJoCo model's contact pairs (what :func:`author_self_collisions` needs)."""
+    from pxr import Usd
+
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+
+    pairs = contact_pairs(build_g1_model(model_variant, sim_dt=0.005).model)
+    stage = Usd.Stage.Open(str(root / G1_USD))
+    missing = sorted((pairs.floor | pairs.self_only) - {p.GetName() for p in stage.Traverse()})
+    if missing:
+        raise IsaacLabSetupError(f"{root / G1_USD} lacks the MuJoCo model's collision geoms {missing}; {BUILD_FIX}")
 
 
 def task_drives(model_variant: str) -> dict[str, dict[str, float]]:
@@ -202,7 +216,7 @@ def author_self_collisions(stage: Any, robot_path: str, model_variant: str = "me
     prims = {p.GetName(): p for p in Usd.PrimRange(root) if p.GetName() in pairs.floor | pairs.self_only}
     missing = sorted((pairs.floor | pairs.self_only) - prims.keys())
     if missing:
-        raise ValueError(f"the G1 USD at {robot_path} lacks the MJCF's collision geoms {missing}; rebuild the assets")
+        raise IsaacLabSetupError(f"the G1 USD at {robot_path} lacks the MuJoCo model's collision geoms {missing}; {BUILD_FIX}")
     # a self-only collider outranks the floor colliders (the converter gave them a priority), so a contact
     # with it takes its condim, the MJCF's for those pairs (1: frictionless); contacts between two
     # floor colliders mix as MuJoCo's geoms do (condim 3, the larger friction), unlike their pairs
