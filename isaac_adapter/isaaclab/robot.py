@@ -95,6 +95,15 @@ def require_isaaclab() -> None:
         ) from None
 
 
+@functools.cache
+def _task_model(model_variant: str) -> Any:
+    """The task's compiled MuJoCo G1 (read only here): drives, pose and contact pairs come from it,
+    and an env's build asks for it several times."""
+    from isaac_adapter.tasks.g1_walk.assets import build_g1_model
+
+    return build_g1_model(model_variant, sim_dt=0.005)
+
+
 def asset_root() -> Path:
     """The local asset root Isaac Lab resolves its asset paths in (``$ISAACSIM_ASSET_ROOT``).
 
@@ -114,11 +123,10 @@ def check_g1_usd(root: Path, model_variant: str = "menagerie_mjx") -> None:
     collision geom of the MuJoCo model's contact pairs (what :func:`author_self_collisions` needs)."""
     from pxr import Usd
 
-    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+    from isaac_adapter.tasks.g1_walk.assets import contact_pairs
 
-    pairs = contact_pairs(build_g1_model(model_variant, sim_dt=0.005).model)
     stage = Usd.Stage.Open(str(root / G1_USD))
-    missing = sorted((pairs.floor | pairs.self_only) - {p.GetName() for p in stage.Traverse()})
+    missing = sorted(contact_pairs(_task_model(model_variant).model).geoms - {p.GetName() for p in stage.Traverse()})
     if missing:
         raise IsaacLabSetupError(f"{root / G1_USD} lacks the MuJoCo model's collision geoms {missing}; {BUILD_FIX}")
 
@@ -130,9 +138,7 @@ def task_drives(model_variant: str) -> dict[str, dict[str, float]]:
     MuJoCo position servos are ``kp * (target - q) - kv * qdot``; Isaac Lab's implicit drive is the
     same law, so stiffness = kp and damping = kv (plus any joint damping).
     """
-    from isaac_adapter.tasks.g1_walk.assets import build_g1_model
-
-    g1 = build_g1_model(model_variant, sim_dt=0.005)
+    g1 = _task_model(model_variant)
     m = g1.model
     drives: dict[str, dict[str, float]] = {k: {} for k in ("stiffness", "damping", "armature", "friction", "joint_effort_limit")}
     for i, name in enumerate(g1.joint_names):
@@ -206,15 +212,14 @@ def author_self_collisions(stage: Any, robot_path: str, model_variant: str = "me
     """
     from pxr import Sdf, Usd, UsdPhysics
 
-    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+    from isaac_adapter.tasks.g1_walk.assets import contact_pairs
 
-    model = build_g1_model(model_variant, sim_dt=0.005).model
-    pairs = contact_pairs(model)
+    pairs = contact_pairs(_task_model(model_variant).model)
     root = stage.GetPrimAtPath(robot_path)
     if not root.IsValid():
         raise ValueError(f"no robot prim at {robot_path}")
-    prims = {p.GetName(): p for p in Usd.PrimRange(root) if p.GetName() in pairs.floor | pairs.self_only}
-    missing = sorted((pairs.floor | pairs.self_only) - prims.keys())
+    prims = {p.GetName(): p for p in Usd.PrimRange(root) if p.GetName() in pairs.geoms}
+    missing = sorted(pairs.geoms - prims.keys())
     if missing:
         raise IsaacLabSetupError(f"the G1 USD at {robot_path} lacks the MuJoCo model's collision geoms {missing}; {BUILD_FIX}")
     # a self-only collider outranks the floor colliders (the converter gave them a priority), so a contact
@@ -249,9 +254,9 @@ def filter_from_ground(builder: Any, model_variant: str = "menagerie_mjx") -> in
     """
     from newton import ShapeFlags
 
-    from isaac_adapter.tasks.g1_walk.assets import build_g1_model, contact_pairs
+    from isaac_adapter.tasks.g1_walk.assets import contact_pairs
 
-    self_only = contact_pairs(build_g1_model(model_variant, sim_dt=0.005).model).self_only
+    self_only = contact_pairs(_task_model(model_variant).model).self_only
     collides = int(ShapeFlags.COLLIDE_SHAPES)
     ground = [i for i, world in enumerate(builder.shape_world) if world == -1 and builder.shape_flags[i] & collides]
     shapes = [i for i, label in enumerate(builder.shape_label) if label.rsplit("/", 1)[-1] in self_only]
@@ -275,7 +280,5 @@ def spawn_with_self_collisions(prim_path: str, cfg: Any, *args: Any, model_varia
 def nominal_pose(model_variant: str = "menagerie_mjx") -> tuple[float, dict[str, float]]:
     """The MuJoCo task's nominal pose (the keyframe its backends spawn in): pelvis height (m) and
     ``{joint: rad}``."""
-    from isaac_adapter.tasks.g1_walk.assets import build_g1_model
-
-    g1 = build_g1_model(model_variant, sim_dt=0.005)
+    g1 = _task_model(model_variant)
     return float(g1.nominal_qpos[2]), {name: float(q) for name, q in zip(g1.joint_names, g1.nominal_qpos[7:])}

@@ -160,6 +160,11 @@ class ContactPairs:
     self_condim: int  # the contact dimension every self pair gives (1: frictionless)
 
     @property
+    def geoms(self) -> frozenset[str]:
+        """Every robot geom some pair names: what a converted robot needs a prim for."""
+        return self.floor | self.self_only
+
+    @property
     def self_only(self) -> frozenset[str]:
         """Geoms that strike the robot's other geoms but never the floor (foot boxes, linkage braces)."""
         return frozenset().union(*self.self_pairs) - self.floor
