@@ -26,7 +26,9 @@ quantities, measured the same way: wall, collection and update seconds, the mean
 of the episodes that ended in it, and how many ended, of them by the time limit. Each trainer
 continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_bootstrap``,
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
-command, its rows kept. Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
+command, its rows kept; a trainer given 0 iterations does not run in that call, and what an earlier
+call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0 --rsl-iterations 1000``: rsl-rl-lib
+alone). Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
 the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands.
@@ -248,12 +250,38 @@ class StopTraining(Exception):
     """Raised from rsl_rl's per-iteration hook at the deadline, after its checkpoint is saved."""
 
 
+def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The registered recipe through ``Runner`` to ``args.iterations``, continuing from the newest
+    checkpoint in ``run_dir``; its rows, and the final policy judged once it is reached."""
+    from ppo_bootstrap import Runner
+    from ppo_bootstrap.runner import read_metrics
+
+    cfg = runner_config(run_dir)
+    runner = Runner(env, cfg)
+    if (latest := newest_checkpoint(run_dir)) is not None:
+        runner.load(latest)
+    remaining = args.iterations - runner.iteration
+    if remaining > 0 and elapsed() < args.deadline_s - args.eval_reserve_s:
+        randomize_episode_clocks(env, args.seed + runner.iteration)  # after the Runner's reset
+        learn_until_deadline(runner, args, remaining)
+    rows = [{"it": int(r["iteration"]), "wall_s": r["perf/collection_s"] + r["perf/learning_s"],
+             "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
+             "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
+             "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
+             "timeout_bootstrap": r["timeout_bootstrap/mean"]} for r in read_metrics(run_dir)]
+    trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env,
+               "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
+    if runner.iteration >= args.iterations:
+        trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
+    log(f"ppo_bootstrap: {runner.iteration} of {args.iterations} iterations")
+    return trainer
+
+
 def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     """Both trainers to ``--iterations`` (rsl_rl: ``--rsl-iterations``), each continuing from its newest
     checkpoint in ``--out`` (a run too long for one call continues in the next, rows kept), then each
     final policy judged by the same evaluator on this env."""
     from ppo_bootstrap import Runner, RunnerConfig
-    from ppo_bootstrap.runner import read_metrics
 
     from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
 
@@ -282,29 +310,19 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         return RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=str(log_dir),
                                         validate_env_output=False, console=False)
 
-    # -- ppo_bootstrap: the same recipe through Runner
-    run_dir = out / "flat_ppo_bootstrap"
-    cfg = runner_config(run_dir)
-    steps = cfg.num_steps_per_env
-    runner = Runner(env, cfg)
-    if (latest := newest_checkpoint(run_dir)) is not None:
-        runner.load(latest)
-    remaining = args.iterations - runner.iteration
-    if remaining > 0 and elapsed() < args.deadline_s - args.eval_reserve_s:
-        randomize_episode_clocks(env, args.seed + runner.iteration)  # after the Runner's reset
-        learn_until_deadline(runner, args, remaining)
-    rows = [{"it": int(r["iteration"]), "wall_s": r["perf/collection_s"] + r["perf/learning_s"],
-             "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
-             "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
-             "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
-             "timeout_bootstrap": r["timeout_bootstrap/mean"]} for r in read_metrics(run_dir)]
-    trainer = {"rows": rows, "steps_per_env": steps, "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
-    if runner.iteration >= args.iterations:
-        trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
-    result["trainers"]["ppo_bootstrap"] = trainer
-    log(f"ppo_bootstrap: {runner.iteration} of {args.iterations} iterations")
-    del runner
-    if not args.rsl_iterations or elapsed() > args.deadline_s - args.eval_reserve_s:
+    # a trainer this call does not run (its iterations 0) keeps what an earlier call recorded of it
+    earlier = out / "flat.json"
+    kept = json.loads(earlier.read_text())["trainers"] if earlier.exists() else {}
+    steps = runner_config(out / "flat_ppo_bootstrap").num_steps_per_env
+    if args.iterations > 0:
+        result["trainers"]["ppo_bootstrap"] = train_flat_runner(env, runner_config, out / "flat_ppo_bootstrap", args)
+    elif "ppo_bootstrap" in kept:
+        result["trainers"]["ppo_bootstrap"] = kept["ppo_bootstrap"]
+    if not args.rsl_iterations:
+        if "rsl_rl" in kept:
+            result["trainers"]["rsl_rl"] = kept["rsl_rl"]
+        return result
+    if elapsed() > args.deadline_s - args.eval_reserve_s:
         return result
 
     # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner, saving into its own folder
@@ -328,7 +346,9 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         rsl.load(str(latest))
     done = rsl.current_learning_iteration
     rows_file = rsl_dir / "rows.jsonl"
-    rsl_rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+    # the rows so far: the trainer's own file, else what flat.json recorded (a folder of records holds only that)
+    rsl_rows = ([json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists()
+                else kept.get("rsl_rl", {}).get("rows", []))
     rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
@@ -481,7 +501,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--iterations", type=int, default=1500)
+    parser.add_argument("--iterations", type=int, default=1500, help="flat: Runner's iterations (0: none this call)")
     parser.add_argument("--deadline-s", type=float, default=math.inf, help="stop training this long after launch")
     parser.add_argument("--eval-reserve-s", type=float, default=90.0, help="seconds kept for judging before the deadline")
     parser.add_argument("--save-interval", type=int, default=50)

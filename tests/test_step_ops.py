@@ -5,6 +5,8 @@ rows it measured when another fails."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -76,10 +78,13 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
            "per_model_compiled_s": 33.1, "per_model_n": 46, "cached_s": 0.0, "cached_n": 0,
            "optimization_level": 1, "box_box": "primitive", "output": "cubin", "toolkit": [13, 4],
            "driver": [13, 0]}
-    levels = []
+    levels, driver_caches = [], []
 
     def fake_run(cmd, **kwargs):  # the row with preload workers 16 breaks, the other prints its ROW line
         levels.append(cmd[cmd.index("--optimization-level") + 1])
+        cache = kwargs["env"]["CUDA_CACHE_PATH"]  # the driver's JIT cache: empty, as on a fresh machine
+        assert os.path.isdir(cache) and not os.listdir(cache) and cache not in driver_caches
+        driver_caches.append(cache)
         workers = cmd[cmd.index("--preload-workers") + 1]
         if workers == "16":
             return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="Traceback\nRuntimeError: error 901\n")
@@ -89,9 +94,11 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
     with pytest.raises(SystemExit, match="1 of 2 rows failed"):
         warp_compile.main(["--device", "cuda:0", "--preload-workers", "16", "0", "--optimization-level", "1"])
     assert levels == ["1", "1"]  # every row's child compiles at the level asked for
+    assert len(driver_caches) == 2
     out = capsys.readouterr().out
-    assert "--preload-workers 16 --box-box primitive --adjoints off: the run failed (exit 1): ['RuntimeError: error 901']" in out
-    assert "device cuda:0, kernel cache empty per row, optimisation -O1" in out
+    assert ("--preload-workers 16 --box-box primitive --adjoints off --cuda-output cubin: the run failed (exit 1): "
+            "['RuntimeError: error 901']") in out
+    assert "device cuda:0, kernel cache empty per row (and the driver JIT cache), optimisation -O1" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
     assert table_row == [["0", "primitive", "-", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
                           "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
@@ -147,9 +154,10 @@ def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch
     assert rows == [["0", "-", "on", "native", "0.0", "37.0"], ["0", "-", "off", "native", "0.0", "21.4"]]
 
 
-def test_the_application_compiles_warp_kernels_without_adjoints(monkeypatch) -> None:
+def test_the_application_compiles_warp_kernels_without_adjoints_to_machine_code(monkeypatch) -> None:
     """PPO never differentiates through the physics: a Warp-based env is built with Warp's adjoint
-    code off, the MuJoCo CPU env leaves the setting alone."""
+    code off, and its CUDA kernels compiled to CUBIN (no driver JIT on a fresh machine); the MuJoCo
+    CPU env leaves both settings alone."""
     wp = pytest.importorskip("warp")
 
     import isaac_adapter.tasks.g1_walk as g1_walk
@@ -160,14 +168,15 @@ def test_the_application_compiles_warp_kernels_without_adjoints(monkeypatch) -> 
 
     class Recorder:  # stands in for the env: what Warp would compile with when it is built
         def __init__(self, cfg, backend):
-            seen.append((backend, wp.config.enable_backward))
+            seen.append((backend, wp.config.enable_backward, wp.config.cuda_output))
 
     monkeypatch.setattr(g1_walk, "G1WalkEnv", Recorder)
     monkeypatch.setattr(wp.config, "enable_backward", True)
+    monkeypatch.setattr(wp.config, "cuda_output", None)
     spec = get_task("G1-Walk-Clock-Fast-v2")
     make_env(spec, "mujoco", "cpu", 2)
     make_env(spec, "warp", "cpu", 2)
-    assert seen == [("mujoco", True), ("warp", False)]
+    assert seen == [("mujoco", True, None), ("warp", False, "cubin")]
 
 
 def test_the_training_start_row_runs_g1_walk_on_the_given_cache_and_splits_its_loads(monkeypatch, capsys) -> None:

@@ -57,9 +57,40 @@ def test_samples_and_measure_a_by_hand() -> None:
 def test_first_pass_waits_for_earlier_checkpoints() -> None:
     rows = [judged(10, False), judged(30, True), judged(20, True)]
     assert ttw.first_pass(rows)["iteration"] == 20
-    assert ttw.settled_first_pass(rows, pending=[]) ["iteration"] == 20
-    assert ttw.settled_first_pass(rows, pending=[15]) is None  # 15 may pass too: not settled
-    assert ttw.settled_first_pass(rows, pending=[25, 40])["iteration"] == 20
+    assert ttw.settled_stop(rows, pending=[]) ["iteration"] == 20
+    assert ttw.settled_stop(rows, pending=[15]) is None  # 15 may pass too: not settled
+    assert ttw.settled_stop(rows, pending=[25, 40])["iteration"] == 20
+
+
+def test_the_gate_held_is_the_first_run_of_passes_in_a_row() -> None:
+    """Seed 31's pattern at the recipe's interval: a pass at 360, fails at 380-420, then passes from
+    440 on: held 3 in a row from 440 (confirmed at 480), not from the first pass."""
+    passes = {340: False, 360: True, 380: False, 400: False, 420: False, 440: True, 460: True, 480: True, 500: True}
+    rows = [judged(it, ok) for it, ok in passes.items()]
+    assert ttw.gate_held(rows, 1) == (rows[1], rows[1])
+    first, last = ttw.gate_held(rows, 3)
+    assert (first["iteration"], last["iteration"]) == (440, 480)
+    assert ttw.gate_held(rows, 5) is None  # four in a row at most
+    assert ttw.settled_stop(rows, pending=[], hold=3)["iteration"] == 480
+    assert ttw.settled_stop(rows, pending=[470], hold=3) is None  # a checkpoint inside the streak is unjudged
+    assert ttw.settled_stop(rows, pending=[490], hold=3)["iteration"] == 480
+
+
+def test_summarize_run_says_where_the_gate_held() -> None:
+    launch = 1000.0
+    metrics = [metric(i, 1000.0, t=launch + 30.0 + i) for i in range(1, 9)]
+    rows = [judged(2, True, written_s=40.0, samples=200), judged(4, False, written_s=45.0, samples=400),
+            judged(6, True, written_s=50.0, samples=600), judged(8, True, written_s=55.0, samples=800)]
+    meta = {"mode": "exact", "seed": 0, "num_envs": 8, "nproc": 1, "launch_time": launch, "hold": 2}
+    r = ttw.summarize_run(meta, metrics, rows, warmup=2)
+    assert r["gate_iteration"] == 2 and r["wall_to_gate_s"] == 40.0  # (a) and (b) still at the first pass
+    assert (r["held_iteration"], r["held_samples"], r["held_confirmed_iteration"], r["wall_to_held_s"]) == (6, 600, 8, 55.0)
+    assert ("exact seed 0: the gate held from iteration 6 (600 samples, (a) 0.6 s): 2 checkpoints in a row passed, "
+            "the last at iteration 8, written 55.0 s after launch") in ttw.format_results([r])
+    r = ttw.summarize_run({**meta, "hold": 3}, metrics, rows, warmup=2)
+    assert r["held_iteration"] is None
+    assert "exact seed 0: the gate did not hold for 3 checkpoints in a row" in ttw.format_results([r])
+    assert "held_iteration" not in ttw.summarize_run({**meta, "hold": 1}, metrics, rows, warmup=2)
     assert ttw.first_pass([judged(10, False)]) is None
 
 
@@ -224,11 +255,19 @@ def test_variant_parsing_and_run_folders() -> None:
 
 def test_each_run_compiles_into_its_own_empty_warp_cache_by_default(tmp_path: Path, monkeypatch) -> None:
     """(b) counts Warp's compilation: by default every trainer gets a kernel cache folder of its own,
-    inside its run folder (empty, since the folder is new); --warp-cache shared keeps the machine's."""
+    inside its run folder (empty, since the folder is new); --warp-cache fresh gives it the driver's,
+    Triton's and Inductor's caches there too; --warp-cache shared keeps the machine's."""
     monkeypatch.setenv("WARP_CACHE_PATH", "/the/machine/cache")
     default, _ = ttw.parse_args([])
     env = ttw.trainer_env(default.warp_cache, tmp_path / "exact_s0")
     assert default.warp_cache == "cold" and env["WARP_CACHE_PATH"] == str((tmp_path / "exact_s0" / "warp_cache").resolve())
+    fresh, _ = ttw.parse_args(["--warp-cache", "fresh"])
+    cold_as_a_fresh_machine = ttw.trainer_env(fresh.warp_cache, tmp_path / "exact_s0")
+    assert cold_as_a_fresh_machine["WARP_CACHE_PATH"] == env["WARP_CACHE_PATH"]
+    for name in ("CUDA_CACHE_PATH", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+        assert cold_as_a_fresh_machine[name].startswith(str((tmp_path / "exact_s0").resolve()))
+        assert env.get(name) == os.environ.get(name)  # cold leaves the machine's other caches alone
+    assert len({cold_as_a_fresh_machine[name] for name in ttw.FRESH_CACHES} | {env["WARP_CACHE_PATH"]}) == 4
     shared, _ = ttw.parse_args(["--warp-cache", "shared"])
     assert ttw.trainer_env(shared.warp_cache, tmp_path / "exact_s0")["WARP_CACHE_PATH"] == "/the/machine/cache"
     assert env["PYTHONUNBUFFERED"] == "1"
@@ -315,6 +354,26 @@ def test_watch_stops_the_trainer_at_the_first_pass_once_earlier_ones_are_judged(
     assert ttw.first_pass(watched["judged"])["iteration"] == 20
     assert [r["iteration"] for r in watched["judged"]] == [10, 20, 30]  # nothing after the pass is judged
     assert 0 < watched["judged"][0]["written_s"] < watched["judged"][1]["written_s"]
+
+
+def test_watch_with_hold_goes_on_past_the_first_pass_until_the_gate_holds(tmp_path: Path) -> None:
+    """--hold 3: a pass at 20, a fail at 30, passes from 40: the trainer is stopped once 40, 50 and 60
+    have passed, every checkpoint up to 60 judged and nothing after it."""
+    run_dir, trainer = start_fake(tmp_path)
+
+    class Flaky(FakeJudges):
+        def submit(self, path: Path):
+            self.passes_from = 20 if int(path.stem.split("_")[1]) != 30 else None
+            return super().submit(path)
+
+    watched = ttw.watch(run_dir, Flaky(passes_from=20), trainer.launch_time, trainer, budget_s=60, stop_timeout=10,
+                        poll_s=0.05, hold=3)
+    assert trainer.stop(10) == 0
+    assert watched["stop"] == "gate passed"
+    assert [(r["iteration"], r["passed"]) for r in watched["judged"]] == [
+        (10, False), (20, True), (30, False), (40, True), (50, True), (60, True)]
+    first, last = ttw.gate_held(watched["judged"], 3)
+    assert (first["iteration"], last["iteration"]) == (40, 60)
 
 
 def test_watch_ends_at_the_budget_and_judges_the_last_save(tmp_path: Path) -> None:

@@ -40,11 +40,13 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
     only, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's recorded
     one, overrides applied) instead of the task's preset; ``num_envs``, ``seed`` and ``device`` win.
     On Warp-based simulators the kernels are compiled without adjoints (nothing here differentiates
-    through the physics; :func:`~isaac_adapter.backends.warp_stream.forward_only_kernels`)."""
+    through the physics; :func:`~isaac_adapter.backends.warp_stream.forward_only_kernels`) and, on a
+    GPU, straight to machine code (:func:`~isaac_adapter.backends.warp_stream.machine_code_kernels`)."""
     if sim in ("warp", "isaaclab"):
-        from isaac_adapter.backends.warp_stream import forward_only_kernels
+        from isaac_adapter.backends.warp_stream import forward_only_kernels, machine_code_kernels
 
         forward_only_kernels()
+        machine_code_kernels()
     if spec.is_g1_walk:
         from dataclasses import replace
 

@@ -1,6 +1,6 @@
 """Warp work recorded into a torch CUDA graph: shared by the MuJoCo Warp backend and Isaac Lab's
 Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either); and the compile setting
-both start with (:func:`forward_only_kernels`)."""
+both start with (:func:`forward_only_kernels`, :func:`machine_code_kernels`)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,17 @@ def forward_only_kernels() -> None:
     module), so call this before the first kernel launch.
     """
     wp.config.enable_backward = False
+
+
+def machine_code_kernels() -> None:
+    """Have Warp compile CUDA kernels to machine code for the device (CUBIN), from here on, process-wide.
+
+    When the driver is newer than Warp's CUDA toolkit, Warp's own choice is PTX, which the driver
+    compiles again into machine code when it loads each module, and keeps in a cache of its own
+    (``~/.nv/ComputeCache``). A second process on the same machine finds that cache warm; a fresh
+    machine (or container) pays the whole second compilation in its env build and first step
+    (``benchmarks/warp_compile.py --device cuda:0 --cuda-output ptx cubin``, each row with an empty
+    driver cache). A device that Warp's compiler cannot target keeps PTX (Warp's fallback). Like
+    :func:`forward_only_kernels`, call it before the first kernel is loaded.
+    """
+    wp.config.cuda_output = "cubin"

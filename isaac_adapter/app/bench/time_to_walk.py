@@ -9,6 +9,7 @@
     python benchmarks/time_to_walk.py --seeds 0 1 2 --modes state_value --parallel 3 --out runs/sv   # samples only
     python benchmarks/time_to_walk.py --judge-when after --max-iterations 560 --save-interval 20 -- --task G1-Walk-Clock-Fast-v1 --symmetry both --tf32 --cuda-graph-step
     python benchmarks/time_to_walk.py --seeds 0 1 2 --modes exact --save-interval 20 -- --task G1-Walk-Clock-Fast-v2 --symmetry both --tf32 --cuda-graph-step
+    python benchmarks/time_to_walk.py --seeds 23 31 --modes exact --save-interval 20 --hold 3 -- --task G1-Walk-Clock-Fast-v2 --symmetry both --tf32 --cuda-graph-step
 
 For each mode (``--timeout-bootstrap`` of examples/g1_walk.py) and seed, one fresh training process
 (``torchrun --standalone --nproc-per-node N`` when ``--nproc`` > 1) trains into ``OUT/<mode>_s<seed>``
@@ -25,6 +26,11 @@ it passes, the run reached the gate a little after its budget, and (b) says so).
 is 'not reached', and the checkpoint closest to passing is kept (fewest failing gate lines, then the
 smallest relative shortfall).
 
+With ``--hold N`` (N > 1) the first pass does not end the run: it goes on, every checkpoint judged,
+until N checkpoints in a row have passed, and the record adds from which iteration the gate held
+(the first of those N), its samples and (a), and when the N-th was written. (a) and (b) still count
+to the first pass.
+
 Two measures per run:
 
 * (a) samples-to-gate / steady samples/s. Samples: env steps of all processes up to the first
@@ -34,8 +40,11 @@ Two measures per run:
 * (b) wall clock: the passing checkpoint's file time minus the trainer's launch time, so start-up,
   Warp kernel compilation, CUDA-graph capture and checkpoint writes are in it. By default
   (``--warp-cache cold``) each run compiles its kernels into an empty cache of its own, so every
-  run's (b) includes the whole compilation; ``--warp-cache shared`` uses the machine's cache, where
-  only a first run compiles (a warm start, as on a workstation that has trained the task before).
+  run's (b) includes the whole compilation; ``--warp-cache fresh`` empties also the caches a machine
+  keeps of other compilations (the CUDA driver's machine code for PTX, Triton's and Inductor's
+  kernels), so that a run is as cold as the first process of a fresh machine; ``--warp-cache shared``
+  uses the machine's cache, where only a first run compiles (a warm start, as on a workstation that
+  has trained the task before).
 
 The judges share the machine with the trainer, so the steady samples/s is the trainer's speed while
 checkpoints are judged beside it. With ``--judge-when after`` nothing is judged until the trainer
@@ -116,12 +125,27 @@ def first_pass(judged: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     return min(passed, key=lambda r: r["iteration"]) if passed else None
 
 
-def settled_first_pass(judged: Iterable[dict[str, Any]], pending: Iterable[int]) -> dict[str, Any] | None:
-    """The first pass once no checkpoint before it waits for its judgment (``pending`` iterations), else None."""
-    row = first_pass(judged)
-    if row is None or any(it < row["iteration"] for it in pending):
+def gate_held(judged: Iterable[dict[str, Any]], hold: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The first ``hold`` judged checkpoints in a row that all passed, as ``(first, last)`` of them, or
+    None. ``hold`` 1 is the first pass (``first is last``). Only checkpoints judged count: the caller
+    says when no checkpoint between them still waits for its judgment (:func:`settled_stop`)."""
+    rows = sorted(judged, key=lambda r: r["iteration"])
+    streak = 0
+    for k, row in enumerate(rows):
+        streak = streak + 1 if row.get("passed") else 0
+        if streak == hold:
+            return rows[k - hold + 1], row
+    return None
+
+
+def settled_stop(judged: Iterable[dict[str, Any]], pending: Iterable[int], hold: int = 1) -> dict[str, Any] | None:
+    """The checkpoint that ends the run: with ``hold`` 1 the first pass, else the last of the first
+    ``hold`` passes in a row; None while none is known or a checkpoint before it waits for its
+    judgment (``pending`` iterations)."""
+    held = gate_held(judged, hold)
+    if held is None or any(it < held[1]["iteration"] for it in pending):
         return None
-    return row
+    return held[1]
 
 
 def shortfall(lines: list[dict[str, Any]]) -> float:
@@ -170,7 +194,8 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
     """The record of one run from its launch ``meta``, metrics rows and judged checkpoints.
 
     ``meta`` holds at least ``mode``, ``seed``, ``num_envs`` (per process), ``nproc`` and
-    ``launch_time`` (seconds since the epoch, or None when unknown).
+    ``launch_time`` (seconds since the epoch, or None when unknown); with ``hold`` > 1 (``--hold``)
+    the record also says from which iteration the gate held that many checkpoints in a row.
     """
     judged = sorted(judged, key=lambda r: r["iteration"])
     metrics = sorted(metrics, key=lambda r: r["iteration"])
@@ -206,6 +231,13 @@ def summarize_run(meta: dict[str, Any], metrics: list[dict[str, Any]], judged: l
         record.update(gate_iteration=None, samples_to_gate=None, measure_a_s=None, wall_to_gate_s=None,
                       train_s_to_gate=None,
                       closest=None if near is None else {k: near[k] for k in ("iteration", "failed", "lines")})
+    hold = meta.get("hold", 1)
+    if hold > 1:
+        held = gate_held(judged, hold)
+        record.update(held_iteration=held[0]["iteration"] if held else None,
+                      held_samples=held[0].get("samples") if held else None,
+                      held_confirmed_iteration=held[1]["iteration"] if held else None,
+                      wall_to_held_s=held[1]["written_s"] if held else None)
     return record
 
 
@@ -340,6 +372,14 @@ def format_results(records: list[dict[str, Any]], by: str = "variant") -> str:
             out.append(f"{label(r)} seed {r['seed']}: the walking gate alone first passed at iteration "
                        f"{walking['iteration']} ({_num(walking.get('samples'), ',.0f')} samples, (a) "
                        f"{_num(a_walk, '.1f', ' s')}); the robustness gate judged there and after")
+        if r.get("hold", 1) > 1:
+            held = r.get("held_iteration")
+            out.append(f"{label(r)} seed {r['seed']}: " + (
+                f"the gate held from iteration {held} ({_num(r.get('held_samples'), ',.0f')} samples, (a) "
+                f"{_num(measure_a(r.get('held_samples'), r.get('steady_steps_per_s')), '.1f', ' s')}): "
+                f"{r['hold']} checkpoints in a row passed, the last at iteration {r['held_confirmed_iteration']}, "
+                f"written {_num(r.get('wall_to_held_s'), '.1f', ' s')} after launch" if held is not None
+                else f"the gate did not hold for {r['hold']} checkpoints in a row"))
         lasts = last_failures(r["judged"])
         if lasts:
             out.append(f"{label(r)} seed {r['seed']}: last judged iteration each gate line failed: " + "; ".join(
@@ -395,13 +435,23 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, shlex.split(args)
 
 
+# the compile caches, besides Warp's, that a process finds warm on a machine that has trained before:
+# the driver's machine code for PTX modules, and torch's Triton kernels (GAE, the compiled update)
+FRESH_CACHES = {"CUDA_CACHE_PATH": "cuda_jit_cache", "TRITON_CACHE_DIR": "triton_cache",
+                "TORCHINDUCTOR_CACHE_DIR": "inductor_cache"}
+
+
 def trainer_env(warp_cache: str, run_dir: Path, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a trainer that runs in ``run_dir``: this process's, unbuffered, and with
-    ``warp_cache`` "cold" Warp's kernel cache in an empty folder of the run's own (``run_dir/warp_cache``);
+    ``warp_cache`` "cold" Warp's kernel cache in an empty folder of the run's own (``run_dir/warp_cache``),
+    with "fresh" also the CUDA driver's JIT cache and Triton's and Inductor's (:data:`FRESH_CACHES`);
     ``overrides`` (``--trainer-env``) last, for the trainer alone (the judges keep this process's)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if warp_cache == "cold":
+    if warp_cache in ("cold", "fresh"):
         env["WARP_CACHE_PATH"] = str((run_dir / "warp_cache").resolve())
+    if warp_cache == "fresh":  # the machine's other compile caches too, empty as on a fresh machine
+        for name, folder in FRESH_CACHES.items():
+            env[name] = str((run_dir / folder).resolve())
     return {**env, **(overrides or {})}
 
 
@@ -600,11 +650,12 @@ class Trainer:
 
 def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Trainer | None = None,
           budget_s: float | None = None, stop_timeout: float = 120.0, poll_s: float = 0.5,
-          abort: threading.Event | None = None, judge_after: bool = False) -> dict[str, Any]:
+          abort: threading.Event | None = None, judge_after: bool = False, hold: int = 1) -> dict[str, Any]:
     """Judge every checkpoint ``run_dir`` gets until the first pass is settled, stopping ``trainer`` on
     the first pass, at the end of ``budget_s``, or once ``abort`` is set (a run beside it failed).
-    With ``judge_after``, judging starts once the trainer has exited, so it runs alone.
-    Returns judged rows, why the run stopped, the exit status."""
+    With ``hold`` > 1, the first pass is not the end: the run goes on until ``hold`` checkpoints in a
+    row have passed (:func:`gate_held`). With ``judge_after``, judging starts once the trainer has
+    exited, so it runs alone. Returns judged rows, why the run stopped, the exit status."""
     pending: dict[cf.Future, tuple[int, str, float | None]] = {}
     submitted: set[int] = set()
     judged: dict[int, dict[str, Any]] = {}
@@ -618,7 +669,7 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
                 stop = "trainer finished" if rc == 0 else "trainer failed"
                 if rc != 0:
                     break
-        candidate = first_pass(judged.values())
+        candidate = stop_candidate(judged, pending, hold)
         visible = checkpoints(run_dir) if exited or not judge_after else {}
         for it, path in visible.items():
             if it in submitted or (candidate is not None and it > candidate["iteration"]):
@@ -633,8 +684,8 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
             it, name, written = pending.pop(future)
             if not future.cancelled():
                 judged[it] = judged_row(it, name, written, _result(future))
-        candidate = first_pass(judged.values())
-        if candidate is not None:  # later checkpoints cannot be first: drop those not yet started
+        candidate = stop_candidate(judged, pending, hold)
+        if candidate is not None:  # later checkpoints cannot change the end: drop those not yet started
             for future, (it, _, _) in list(pending.items()):
                 if it > candidate["iteration"] and future.cancel():
                     del pending[future]
@@ -651,7 +702,7 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
                 stop = "stopped: a run beside it failed"
             elif trainer.signalled_at is not None and now > trainer.signalled_at + stop_timeout:
                 trainer.kill()
-        if exited and (not pending or settled_first_pass(judged.values(), [it for it, _, _ in pending.values()])):
+        if exited and (not pending or settled_stop(judged.values(), [it for it, _, _ in pending.values()], hold)):
             break
         time.sleep(poll_s)
     for future in pending:
@@ -661,6 +712,16 @@ def watch(run_dir: Path, judges: Judges, launch_time: float | None, trainer: Tra
             judged[it] = judged_row(it, name, written, _result(future))
     return {"judged": sorted(judged.values(), key=lambda r: r["iteration"]), "stop": stop,
             "returncode": returncode}
+
+
+def stop_candidate(judged: dict[int, dict[str, Any]], pending: dict[cf.Future, tuple[int, str, float | None]],
+                   hold: int) -> dict[str, Any] | None:
+    """The checkpoint the run may stop at, judged so far: the first pass, which a checkpoint before it
+    still being judged can only move earlier; a streak of ``hold`` > 1 only once none before its end
+    waits for a judgment, since that one could break it."""
+    if hold == 1:
+        return first_pass(judged.values())
+    return settled_stop(judged.values(), [it for it, _, _ in pending.values()], hold)
 
 
 # -- the benchmark -------------------------------------------------------------------------------
@@ -740,11 +801,11 @@ def run_benchmark(a: argparse.Namespace, extra: list[str], argv: list[str]) -> d
         meta = {"mode": mode, "variant": name, "variant_args": variant_args, "seed": seed, "num_envs": a.num_envs,
                 "nproc": a.nproc, "budget_s": a.budget_s, "launch_time": trainer.launch_time, "run_dir": str(run_dir),
                 "log": str(trainer.log), "warp_cache": a.warp_cache, "trainer_command": command,
-                "parallel": a.parallel, "judge_when": a.judge_when}
+                "parallel": a.parallel, "judge_when": a.judge_when, "hold": a.hold}
         (run_dir / RUN_META).write_text(json.dumps(meta, indent=1))
         try:
             watched = watch(run_dir, judges, trainer.launch_time, trainer, a.budget_s, a.stop_timeout_s, abort=abort,
-                            judge_after=a.judge_when == "after")
+                            judge_after=a.judge_when == "after", hold=a.hold)
         finally:
             returncode = trainer.stop(a.stop_timeout_s)
         metrics = load_metrics(run_dir)
@@ -803,8 +864,8 @@ def judge_only(dirs: list[str], a: argparse.Namespace, argv: list[str]) -> dict[
             run_dir = Path(d)
             if not run_dir.is_dir():
                 raise SystemExit(f"error: --judge-only {d}: no such folder")
-            meta = run_meta(run_dir)
-            watched = watch(run_dir, judges, meta.get("launch_time"))
+            meta = {**run_meta(run_dir), "hold": a.hold}
+            watched = watch(run_dir, judges, meta.get("launch_time"), hold=a.hold)
             record = summarize_run(meta, load_metrics(run_dir), watched["judged"], a.warmup_iterations)
             record.update(run_folder_facts(run_dir))
             results["runs"].append(record)
@@ -886,9 +947,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--device", default="cuda", help="g1_walk.py --device")
     p.add_argument("--validate", action="store_true",
                    help="keep g1_walk.py's per-step env checks (default: --no-validate)")
-    p.add_argument("--warp-cache", choices=("cold", "shared"), default="cold",
+    p.add_argument("--warp-cache", choices=("cold", "fresh", "shared"), default="cold",
                    help="cold (default): each run compiles its Warp kernels into an empty cache in its run "
-                   "folder, so (b) includes the compilation; shared: the machine's cache (a warm start)")
+                   "folder, so (b) includes the compilation; fresh: the CUDA driver's, Triton's and Inductor's "
+                   "caches empty as well, as on a fresh machine; shared: the machine's cache (a warm start)")
     p.add_argument("--trainer-env", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable set for the trainers only (repeatable), e.g. PYTHONPATH for a simulator whose "
                    "packages differ from the ones the judges run MuJoCo with")
@@ -901,6 +963,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--judge-when", choices=("during", "after"), default="during",
                    help="during: judge beside the trainer and stop it at the first pass; after: judge once the "
                    "trainer has exited (budget or --max-iterations), so it trains alone")
+    p.add_argument("--hold", type=int, default=1, metavar="N",
+                   help="go on past the first pass until N checkpoints in a row pass, and report from which "
+                   "iteration the gate held (default 1: the first pass ends the run)")
     p.add_argument("--warmup-iterations", type=int, default=5, help="iterations left out of the steady samples/s")
     p.add_argument("--stop-timeout-s", type=float, default=120.0, help="after SIGTERM, SIGKILL a trainer after this")
     p.add_argument("--judge", choices=("gate", "acceptance", "robust"), default="gate",
@@ -926,6 +991,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         p.error("--variant names must differ")
     if a.judge_workers < 1 or a.judge_threads < 1 or a.nproc < 1 or a.parallel < 1:
         p.error("--judge-workers, --judge-threads, --nproc and --parallel must be >= 1")
+    if a.hold < 1:
+        p.error(f"--hold {a.hold}: the checkpoints in a row that must pass, >= 1 (1: the first pass ends the run)")
     if a.acceptance_envs < 1:
         p.error("--acceptance-envs must be >= 1")
     return a, extra

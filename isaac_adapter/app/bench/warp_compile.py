@@ -8,6 +8,7 @@
     python benchmarks/warp_compile.py --preload-workers 0 --box-box convex primitive   # the feet's collider
     python benchmarks/warp_compile.py --preload-workers 0 --adjoints on off   # kernels with and without adjoints
     python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --adjoints on off   # G1WalkDirectEnv (Isaac Lab venv)
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --cuda-output ptx cubin   # machine code or PTX
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -31,6 +32,12 @@ are printed). ``--optimization-level`` compiles every row at that level instead 
 (-O3 on CUDA, -O2 on the CPU): faster compiles, perhaps slower kernels. ``--box-box`` picks how the
 backend collides the G1's two foot boxes, one row each: ``primitive`` (the default, MuJoCo's
 box-box algorithm) or ``convex`` (MuJoCo Warp's general GJK/EPA path, one more kernel to build).
+
+``--cuda-output cubin ptx`` builds each row twice, its CUDA kernels compiled to machine code for the
+device (CUBIN, the application's setting: ``machine_code_kernels``) and to PTX, which the driver
+compiles again at load (Warp's own choice, ``auto``, when the driver is newer than its toolkit).
+Without ``--cache`` every row also gets an empty CUDA driver JIT cache (``CUDA_CACHE_PATH``), so a
+PTX row pays that second compilation as a fresh machine does.
 
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
@@ -87,7 +94,7 @@ def split_loads(log: str) -> dict[str, float]:
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
-            sim: str = "warp") -> dict:
+            sim: str = "warp", cuda_output: str = "cubin") -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split."""
     import warp as wp
@@ -95,6 +102,7 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
     wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
     wp.config.enable_backward = adjoints
+    wp.config.cuda_output = None if cuda_output == "auto" else cuda_output
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
@@ -102,7 +110,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     with contextlib.redirect_stdout(log):
         wp.init()
         # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
-        # choice when the driver is older than Warp's toolkit), and the two versions behind that
+        # choice when the driver is older than Warp's toolkit, and the application's), and the two
+        # versions behind Warp's choice
         row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
         row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
         import mujoco_warp  # noqa: F401  (its named modules, for the preload)
@@ -222,6 +231,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="how the foot boxes collide (the task's env.warp_box_box), one row each (default: primitive)")
     p.add_argument("--adjoints", nargs="+", choices=("on", "off"), default=["off"],
                    help="compile Warp's adjoint (backward) code too, one row each (default: off, as the application)")
+    p.add_argument("--cuda-output", nargs="+", choices=("cubin", "ptx", "auto"), default=["cubin"],
+                   help="what CUDA kernels compile to, one row each: cubin (default, as the application), ptx, or "
+                   "auto (Warp's own choice)")
     p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
                    help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
@@ -241,20 +253,25 @@ def main(argv: list[str] | None = None) -> None:
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
-                                          args.sim)))
+                                          args.sim, args.cuda_output[0])))
         return
     rows, failed = [], []
-    for box_box, workers, adjoints in [(b, w, a) for b in args.box_box for w in args.preload_workers
-                                       for a in args.adjoints]:
+    for box_box, workers, adjoints, output in [(b, w, a, o) for b in args.box_box for w in args.preload_workers
+                                               for a in args.adjoints for o in args.cuda_output]:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
-               "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints,
+               "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
                "--preload-workers", str(workers), "--box-box", box_box] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=checkout_env())
+        with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
+            env = checkout_env()
+            if not args.cache:  # cold as a fresh machine: the driver's cache of machine code for PTX empty too
+                env["CUDA_CACHE_PATH"] = driver_cache
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
-            failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints}: {failure(done)}")
+            failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints} "
+                          f"--cuda-output {output}: {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
@@ -262,12 +279,12 @@ def main(argv: list[str] | None = None) -> None:
     level = "Warp's default" if args.optimization_level is None else f"-O{args.optimization_level}"
     built = "MuJoCo Warp" if args.sim == "warp" else "Isaac Lab (G1WalkDirectEnv)"
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
-          f"kernel cache {'given' if args.cache else 'empty per row'}, optimisation {level}")
+          f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     table = [[str(r["preload_workers"]), r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}",
               f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "box-box", "adjoints", "output", "preload s", "build s", "first step s", "total s",
                         *LOAD_HEADERS], table))
-    runs = len(args.preload_workers) * len(args.box_box) * len(args.adjoints)
+    runs = len(args.preload_workers) * len(args.box_box) * len(args.adjoints) * len(args.cuda_output)
     if args.training_start:
         runs += 1
         try:
