@@ -96,11 +96,12 @@ def test_a_failed_warp_compile_row_is_reported_and_the_other_rows_are_kept(monke
     assert levels == ["1", "1"]  # every row's child compiles at the level asked for
     assert len(driver_caches) == 2
     out = capsys.readouterr().out
-    assert ("--preload-workers 16 --box-box primitive --adjoints off --cuda-output cubin: the run failed (exit 1): "
+    assert ("--preload-workers 16 --box-box primitive --adjoints off --cuda-output cubin --compile-workers 0: "
+            "the run failed (exit 1): "
             "['RuntimeError: error 901']") in out
     assert "device cuda:0, kernel cache empty per row (and the driver JIT cache), optimisation -O1" in out
     table_row = [ln.split() for ln in out.splitlines() if ln.startswith("0 ")]
-    assert table_row == [["0", "primitive", "-", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
+    assert table_row == [["0", "-", "primitive", "-", "cubin", "(toolkit", "13.4,", "driver", "13.0)", "0.0", "47.7", "0.1", "47.8",
                           "8", "/", "13.0", "46", "/", "33.1", "0", "/", "0.0"]]
 
 
@@ -124,8 +125,39 @@ def test_warp_compile_measures_one_row_per_foot_collider(monkeypatch, capsys) ->
     monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
     warp_compile.main(["--preload-workers", "0", "--box-box", "convex", "primitive"])
     assert asked == ["convex", "primitive"]
-    rows = [ln.split()[:4] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
-    assert rows == [["0", "convex", "-", "native"], ["0", "primitive", "-", "native"]]
+    rows = [ln.split()[:5] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "-", "convex", "-", "native"], ["0", "-", "primitive", "-", "native"]]
+
+
+def test_warp_compile_measures_one_row_per_compile_workers_and_refuses_them_on_isaac_lab(monkeypatch, capsys) -> None:
+    import json
+    import subprocess
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):  # each child reports the workers it was asked for
+        workers = int(cmd[cmd.index("--compile-workers") + 1])
+        asked.append(workers)
+        row = {"device": "cpu", "preload_workers": 0, "compile_workers": workers, "cache": "empty",
+               "box_box": "primitive", "adjoints": False, "output": "native", "preload_s": 0.0,
+               "build_s": 20.0 if workers else 30.0, "first_step_s": 0.1 if workers else 9.0, "total_s": 0.0,
+               "named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0,
+               "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--preload-workers", "0", "--compile-workers", "0", "16"])
+    assert asked == [0, 16]
+    rows = [ln.split()[:2] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "0"], ["0", "16"]]
+    for argv, says in ((["--sim", "isaaclab", "--compile-workers", "4"], "applies to the MuJoCo Warp backend"),
+                       (["--compile-workers", "-1"], "--compile-workers must be >= 0")):
+        with pytest.raises(SystemExit):
+            warp_compile.main(argv)
+        assert says in capsys.readouterr().err
+    assert asked == [0, 16]  # refused before any row ran
 
 
 def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch, capsys) -> None:
@@ -150,8 +182,8 @@ def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch
     assert asked == [("on", "isaaclab"), ("off", "isaaclab")]
     out = capsys.readouterr().out
     assert "on Isaac Lab (G1WalkDirectEnv), 64 envs" in out
-    rows = [ln.split()[:6] for ln in out.splitlines() if ln.startswith("0 ")]
-    assert rows == [["0", "-", "on", "native", "0.0", "37.0"], ["0", "-", "off", "native", "0.0", "21.4"]]
+    rows = [ln.split()[:7] for ln in out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "-", "-", "on", "native", "0.0", "37.0"], ["0", "-", "-", "off", "native", "0.0", "21.4"]]
 
 
 def test_the_application_compiles_warp_kernels_without_adjoints_to_machine_code(monkeypatch) -> None:

@@ -46,7 +46,7 @@ import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
-from isaac_adapter.backends.warp_stream import warp_on_torch_stream
+from isaac_adapter.backends.warp_stream import compile_recorded, launches_recorded, warp_on_torch_stream
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
@@ -181,6 +181,9 @@ class MujocoWarpBackend:
         convex_box_box: collide box pairs (the G1's two feet) with MuJoCo Warp's general convex
             path (GJK/EPA) instead of its box-box primitive, the algorithm MuJoCo uses on the CPU.
             Off by default: that path's kernel is the slowest of a cold start to compile.
+        compile_workers: before anything runs, find the Warp modules of the step, staging and reset
+            programs (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`) and compile them
+            this many at a time; 0 (default) leaves each to compile at its first launch, in turn.
     """
 
     def __init__(
@@ -203,6 +206,7 @@ class MujocoWarpBackend:
         sensors_every_substep: bool = False,
         convex_box_box: bool = False,
         randomized: Sequence[str] = (),
+        compile_workers: int = 0,
     ) -> None:
         layout = init_backend(self, model, num_envs, decimation, torch.device(device),
                               root_body=root_body, foot_bodies=foot_bodies,
@@ -288,6 +292,12 @@ class MujocoWarpBackend:
             use_cuda_graph = self._wp_device.is_cuda and wp.is_mempool_enabled(self._wp_device)
         self.use_cuda_graph = bool(use_cuda_graph) and self._wp_device.is_cuda
         self._graphs: dict[str, Any] = {}
+        self.compiled_modules = 0  # module variants compiled ahead (compile_workers)
+        if compile_workers > 0:
+            with wp.ScopedDevice(self._wp_device), launches_recorded() as seen:
+                for name in ("stage", "step", "reset"):
+                    self._ops(name)
+            self.compiled_modules = compile_recorded(seen, compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")
         if self.use_cuda_graph:

@@ -9,6 +9,7 @@
     python benchmarks/warp_compile.py --preload-workers 0 --adjoints on off   # kernels with and without adjoints
     python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --adjoints on off   # G1WalkDirectEnv (Isaac Lab venv)
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --cuda-output ptx cubin   # machine code or PTX
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 0 16   # modules side by side
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -38,6 +39,13 @@ device (CUBIN, the application's setting: ``machine_code_kernels``) and to PTX, 
 compiles again at load (Warp's own choice, ``auto``, when the driver is newer than its toolkit).
 Without ``--cache`` every row also gets an empty CUDA driver JIT cache (``CUDA_CACHE_PATH``), so a
 PTX row pays that second compilation as a fresh machine does.
+
+``--compile-workers 0 16`` builds each row twice: as Warp does by itself, each module compiled at
+its first launch, one after the other (0), and with the MuJoCo Warp backend first running its
+programs once with every launch recorded instead of run, then compiling the modules they named 16
+at a time (``env.warp_compile_workers``; ``backends.warp_stream.launches_recorded``). Unlike
+``--preload-workers``, which compiles MuJoCo Warp's named modules, this covers the per-model kernels
+too, which exist only once the model is known.
 
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
@@ -94,7 +102,7 @@ def split_loads(log: str) -> dict[str, float]:
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
-            sim: str = "warp", cuda_output: str = "cubin") -> dict:
+            sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0) -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split."""
     import warp as wp
@@ -106,7 +114,7 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
-                 "adjoints": adjoints, "sim": sim}
+                 "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers}
     with contextlib.redirect_stdout(log):
         wp.init()
         # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
@@ -126,7 +134,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             wp.force_load(device=device, modules=modules, max_workers=preload_workers)
         row["preload_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box)
+        cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
+                                warp_compile_workers=compile_workers)
         if sim == "isaaclab":
             from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
@@ -234,6 +243,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cuda-output", nargs="+", choices=("cubin", "ptx", "auto"), default=["cubin"],
                    help="what CUDA kernels compile to, one row each: cubin (default, as the application), ptx, or "
                    "auto (Warp's own choice)")
+    p.add_argument("--compile-workers", type=int, nargs="+", default=[0], metavar="N",
+                   help="the MuJoCo Warp backend finds the modules of its programs and compiles them N at a time "
+                   "before they run (env.warp_compile_workers), one row each (default 0: each at its first launch)")
     p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
                    help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
@@ -248,19 +260,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.training_start and args.optimization_level is not None:
         p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
                 "default: run the two in separate commands")
+    if any(workers < 0 for workers in args.compile_workers):
+        p.error("--compile-workers must be >= 0 (0: each module compiles at its first launch)")
+    if args.sim != "warp" and args.compile_workers != [0]:
+        p.error("--compile-workers applies to the MuJoCo Warp backend: run it without --sim isaaclab")
     if args.training_start and args.sim != "warp":
         p.error("--training-start runs g1_walk.py on MuJoCo Warp; run it without --sim isaaclab")
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
-                                          args.sim, args.cuda_output[0])))
+                                          args.sim, args.cuda_output[0], args.compile_workers[0])))
         return
     rows, failed = [], []
-    for box_box, workers, adjoints, output in [(b, w, a, o) for b in args.box_box for w in args.preload_workers
-                                               for a in args.adjoints for o in args.cuda_output]:
+    for box_box, workers, adjoints, output, ahead in [
+            (b, w, a, o, c) for b in args.box_box for w in args.preload_workers for a in args.adjoints
+            for o in args.cuda_output for c in args.compile_workers]:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
-               "--preload-workers", str(workers), "--box-box", box_box] + (
+               "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead)] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -271,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
             failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints} "
-                          f"--cuda-output {output}: {failure(done)}")
+                          f"--cuda-output {output} --compile-workers {ahead}: {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
@@ -280,11 +297,13 @@ def main(argv: list[str] | None = None) -> None:
     built = "MuJoCo Warp" if args.sim == "warp" else "Isaac Lab (G1WalkDirectEnv)"
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}",
-              f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
-    print(format_table(["preload workers", "box-box", "adjoints", "output", "preload s", "build s", "first step s", "total s",
-                        *LOAD_HEADERS], table))
-    runs = len(args.preload_workers) * len(args.box_box) * len(args.adjoints) * len(args.cuda_output)
+    table = [[str(r["preload_workers"]), str(r.get("compile_workers", "-")), r.get("box_box", "-"), _adjoints(r),
+              _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
+              f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
+    print(format_table(["preload workers", "compile workers", "box-box", "adjoints", "output", "preload s", "build s",
+                        "first step s", "total s", *LOAD_HEADERS], table))
+    runs = (len(args.preload_workers) * len(args.box_box) * len(args.adjoints) * len(args.cuda_output)
+            * len(args.compile_workers))
     if args.training_start:
         runs += 1
         try:

@@ -142,6 +142,10 @@ class G1WalkConfig:
     # how MuJoCo Warp collides the two foot boxes: "primitive" (MuJoCo's box-box algorithm, as on
     # the CPU) or "convex" (its general GJK/EPA path: one more kernel, the slowest of a cold build)
     warp_box_box: str = "primitive"
+    # MuJoCo Warp: compile the modules of its step, staging and reset programs this many at a time
+    # before they first run (backends.warp_stream.compile_recorded); 0 leaves it to Warp, which
+    # compiles each module at its first launch, one after the other
+    warp_compile_workers: int = 0
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
     action_clip: float = 10.0
@@ -249,6 +253,8 @@ class G1WalkConfig:
             value = getattr(self, name)
             if value is not None and not (int(value) == value and value > 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {value}")
+        if not (int(self.warp_compile_workers) == self.warp_compile_workers and self.warp_compile_workers >= 0):
+            raise ValueError(f"warp_compile_workers must be an integer >= 0, got {self.warp_compile_workers}")
         if self.warp_box_box not in WARP_BOX_BOX:
             raise ValueError(f"warp_box_box must be one of {', '.join(WARP_BOX_BOX)}, got {self.warp_box_box!r}")
         for name in ("tilt_grace_s", "lateral_grace_s"):

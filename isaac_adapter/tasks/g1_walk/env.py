@@ -63,14 +63,15 @@ def make_mujoco_backend(cfg: G1WalkConfig) -> Backend:
 def make_warp_backend(cfg: G1WalkConfig, **kwargs: Any) -> Backend:
     """MuJoCo Warp on ``cfg.device`` (a GPU, or Warp's CPU device): the same compiled model as the
     CPU default. ``kwargs`` go to :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend`
-    (``nconmax``, ``njmax``, ``check_every``, ...); ``nconmax`` / ``njmax`` / ``convex_box_box``
-    default to the config's ``warp_nconmax`` / ``warp_njmax`` / ``warp_box_box``."""
+    (``nconmax``, ``njmax``, ``check_every``, ...); ``nconmax`` / ``njmax`` / ``convex_box_box`` /
+    ``compile_workers`` default to the config's ``warp_nconmax`` / ``warp_njmax`` / ``warp_box_box`` /
+    ``warp_compile_workers``."""
     from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend
 
     assets, names = _g1_robot()
     g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
                                file_sensors=cfg.model_file_sensors, self_collisions=cfg.model_self_collisions)
-    kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax,
+    kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax, "compile_workers": cfg.warp_compile_workers,
               "convex_box_box": cfg.warp_box_box == "convex", "randomized": cfg.randomization.physics, **kwargs}
     backend = MujocoWarpBackend(g1.model, cfg.num_envs, cfg.decimation, device=cfg.device, **names, **kwargs)
     return backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names

@@ -1,0 +1,80 @@
+"""Compiling a Warp program's modules ahead, side by side (``backends.warp_stream``): a recorded
+launch runs nothing and names its module; the MuJoCo Warp backend's ahead list holds every module
+variant its programs then load, and compiling ahead changes no result."""
+
+from __future__ import annotations
+
+import pytest
+
+wp = pytest.importorskip("warp")
+torch = pytest.importorskip("torch")
+
+from isaac_adapter.backends.warp_stream import compile_recorded, launches_recorded  # noqa: E402
+
+
+@wp.kernel
+def _write_one(out: wp.array(dtype=float)):
+    out[wp.tid()] = 1.0
+
+
+def test_a_recorded_launch_runs_nothing_and_names_its_module() -> None:
+    out = wp.zeros(4, dtype=float, device="cpu")
+    copied = wp.zeros(4, dtype=float, device="cpu")
+    bodies = []
+    with launches_recorded() as seen:
+        wp.launch(_write_one, dim=4, inputs=[out], device="cpu")
+        wp.copy(copied, wp.full(4, 7.0, dtype=float, device="cpu"))
+        wp.capture_while(wp.ones(1, dtype=int, device="cpu"), while_body=lambda **kw: bodies.append(kw), tag="while")
+        wp.capture_if(wp.ones(1, dtype=int, device="cpu"), on_true=lambda: bodies.append("true"),
+                      on_false=lambda: bodies.append("false"))
+    assert out.numpy().tolist() == [0.0] * 4 and copied.numpy().tolist() == [0.0] * 4  # nothing ran
+    assert [(module, str(device)) for module, device, _ in seen] == [(_write_one.module, "cpu")]
+    assert bodies == [{"tag": "while"}, "true", "false"]  # a device loop or branch: its bodies once
+    assert compile_recorded(seen + seen, workers=2) == 1  # one variant, however often it was seen
+    wp.launch(_write_one, dim=4, inputs=[out], device="cpu")  # Warp's own launch is back
+    assert out.numpy().tolist() == [1.0] * 4
+
+
+def test_the_backend_compiles_ahead_every_module_its_programs_load_and_the_steps_are_unchanged(monkeypatch) -> None:
+    pytest.importorskip("mujoco_warp")
+    from warp._src import context
+
+    from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+    from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+    ahead = []
+    real_compile = compile_recorded
+
+    def remember(seen, workers):
+        ahead.extend((id(m), str(d), b) for m, d, b in seen)
+        return real_compile(seen, workers)
+
+    import isaac_adapter.backends.mujoco_warp as mujoco_warp_backend
+
+    monkeypatch.setattr(mujoco_warp_backend, "compile_recorded", remember)
+    cfg = clock_fast_config(num_envs=4, device="cpu", warp_compile_workers=2)
+    backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+    plain, _, _ = make_warp_backend(clock_fast_config(num_envs=4, device="cpu"), check_every=0)
+    assert backend.compiled_modules == len(set(ahead)) > 20
+
+    loaded = []
+    real_load = context.Module.load
+
+    def load(module, device, block_dim=None, *args, **kwargs):
+        loaded.append((id(module), str(context.runtime.get_device(device)), block_dim))
+        return real_load(module, device, block_dim, *args, **kwargs)
+
+    target = nominal[7:].expand(4, -1).contiguous()
+    monkeypatch.setattr(context.Module, "load", load)
+    for k in range(3):
+        backend.step(target + 0.05 * k)
+    backend.reset_envs(torch.tensor([1, 3]), nominal.expand(2, -1).contiguous(), torch.zeros(2, 35))
+    backend.step(target)
+    monkeypatch.undo()
+    assert loaded and set(loaded) <= set(ahead)  # every launch found its module compiled ahead
+    for k in range(3):
+        plain.step(target + 0.05 * k)
+    plain.reset_envs(torch.tensor([1, 3]), nominal.expand(2, -1).contiguous(), torch.zeros(2, 35))
+    plain.step(target)
+    for name in ("root_pos_w", "root_quat_w", "joint_pos", "joint_vel", "foot_contact"):
+        assert torch.equal(getattr(backend.state(), name), getattr(plain.state(), name)), name
