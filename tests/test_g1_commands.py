@@ -40,9 +40,10 @@ def trained_env(ckpt: dict) -> dict:
     """The env config a shipped checkpoint recorded, with the feet's collider it trained by: every
     one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``),
     and predates ``randomization`` and ``model_self_collisions``, so trained without any
-    randomization and with the model's self-collision pairs (their defaults)."""
+    randomization and with the model's self-collision pairs (their defaults), and predates
+    ``warp_compile_workers``, a compile setting that changes no step (its default)."""
     return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), "model_self_collisions": True,
-            **ckpt["task"]["env"]}
+            "warp_compile_workers": 0, **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:
