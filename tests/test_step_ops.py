@@ -6,6 +6,7 @@ rows it measured when another fails."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 import torch
@@ -270,3 +271,24 @@ def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> Non
     for path, why in ((tmp_path / "empty.log", "no Warp module load lines in it"), (tmp_path / "none.log", "No such file")):
         with pytest.raises(SystemExit, match=why):
             warp_compile.main(["--from-log", str(path)])
+
+
+def test_isaac_lab_refuses_what_it_cannot_honour_in_one_line_before_anything_is_built(monkeypatch) -> None:
+    """A G1 config with a setting G1WalkDirectEnv cannot honour is refused by make_env, naming the
+    field, before Isaac Lab or Warp is imported."""
+    import dataclasses
+
+    from isaac_adapter.app.envs import make_env
+    from isaac_adapter.tasks.g1_walk.config import walk_config
+    from isaac_adapter.tasks.registry import UsageError, get_task
+
+    for module in ("isaac_adapter.isaaclab.g1_direct", "isaac_adapter.backends.warp_stream"):
+        monkeypatch.setitem(sys.modules, module, None)  # importing either would fail
+    spec = get_task("G1-Walk-Clock-Fast-v2")
+    cfg = walk_config(preset=spec.config_preset)
+    friction = dataclasses.replace(cfg, randomization=dataclasses.replace(cfg.randomization, friction=(0.4, 1.2)))
+    for bad, field in ((dataclasses.replace(cfg, warp_compile_workers=2), "warp_compile_workers"),
+                       (friction, "randomization.friction")):
+        with pytest.raises(UsageError, match=f"^{field}: ") as refused:
+            make_env(spec, "isaaclab", "cpu", 2, config=bad)
+        assert "\n" not in str(refused.value)

@@ -42,11 +42,7 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
     On Warp-based simulators the kernels are compiled without adjoints (nothing here differentiates
     through the physics; :func:`~isaac_adapter.backends.warp_stream.forward_only_kernels`) and, on a
     GPU, straight to machine code (:func:`~isaac_adapter.backends.warp_stream.machine_code_kernels`)."""
-    if sim in ("warp", "isaaclab"):
-        from isaac_adapter.backends.warp_stream import forward_only_kernels, machine_code_kernels
-
-        forward_only_kernels()
-        machine_code_kernels()
+    cfg = None
     if spec.is_g1_walk:
         from dataclasses import replace
 
@@ -55,6 +51,17 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
         device = device if sim != "mujoco" else "cpu"
         where = dict(num_envs=num_envs, seed=seed, device=device)
         cfg = replace(config, **where) if config is not None else walk_config(preset=spec.config_preset, **where)
+        if sim == "isaaclab":
+            from isaac_adapter.isaaclab.robot import task_unsupported
+
+            if (why := task_unsupported(cfg)) is not None:
+                raise UsageError(why)
+    if sim in ("warp", "isaaclab"):
+        from isaac_adapter.backends.warp_stream import forward_only_kernels, machine_code_kernels
+
+        forward_only_kernels()
+        machine_code_kernels()
+    if cfg is not None:
         if sim == "isaaclab":
             from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 

@@ -5,6 +5,7 @@ program compiled side by side before it first runs (:func:`launches_recorded`, :
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -71,17 +72,39 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
     that :func:`compile_recorded` can compile them side by side before it runs for real. The launch
     does everything up to the load (a generic kernel's overload, the block size), then finds no
     loaded module and returns, as Warp's own launch does. Loops and branches on device values
-    (``capture_while`` / ``capture_if``) run their bodies once, and array copies are skipped, so
-    that nothing on the device is read or written by a launch; arrays a program zeroes or fills
-    directly are still zeroed or filled. Not thread-safe: no other thread may launch meanwhile.
+    (``capture_while`` / ``capture_if``) run their bodies once. Memory that existed before is not
+    written: array copies, fills and zeroings into it are skipped (a program that zeroes a buffer
+    before its kernels fill it would otherwise leave it zeroed), while arrays the program allocates
+    in here (a lazy first-call buffer it keeps) are initialised as it asks. Not thread-safe: no
+    other thread may use Warp meanwhile.
     """
-    from warp._src import context
+    from warp._src import context, types
 
     seen: list[tuple[Any, Any, int | None]] = []
-    real_load, real_while, real_if, real_copy = context.Module.load, wp.capture_while, wp.capture_if, wp.copy
+    born: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()  # arrays allocated in here
+
+    def new(arr: Any) -> bool:
+        return born.get(id(arr)) is arr and getattr(arr, "deleter", None) is not None  # owns memory allocated here
+
+    real = {"load": context.Module.load, "init": types.array.__init__, "zero_": types.array.zero_,
+            "fill_": types.array.fill_, "assign": types.array.assign, "while": wp.capture_while,
+            "if": wp.capture_if, "copy": wp.copy}
 
     def record(module: Any, device: Any, block_dim: int | None = None, *args: Any, **kwargs: Any) -> None:
         seen.append((module, context.runtime.get_device(device), block_dim))
+
+    def init(arr: Any, *args: Any, **kwargs: Any) -> None:
+        real["init"](arr, *args, **kwargs)
+        born[id(arr)] = arr
+
+    def into_new(name: str) -> Callable:
+        def op(arr: Any, *args: Any, **kwargs: Any) -> Any:
+            return real[name](arr, *args, **kwargs) if new(arr) else None
+        return op
+
+    def copy(dest: Any, src: Any, *args: Any, **kwargs: Any) -> None:
+        if new(dest):
+            real["copy"](dest, src, *args, **kwargs)
 
     def body_once(condition: Any, while_body: Callable | Any, stream: Any = None, **kwargs: Any) -> None:
         if callable(while_body):
@@ -94,12 +117,16 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
                 branch(**kwargs)
 
     context.Module.load = record
-    wp.capture_while, wp.capture_if, wp.copy = body_once, branches_once, lambda *args, **kwargs: None
+    types.array.__init__ = init
+    types.array.zero_, types.array.fill_, types.array.assign = (into_new(n) for n in ("zero_", "fill_", "assign"))
+    wp.capture_while, wp.capture_if, wp.copy = body_once, branches_once, copy
     try:
         yield seen
     finally:
-        context.Module.load = real_load
-        wp.capture_while, wp.capture_if, wp.copy = real_while, real_if, real_copy
+        context.Module.load = real["load"]
+        types.array.__init__ = real["init"]
+        types.array.zero_, types.array.fill_, types.array.assign = real["zero_"], real["fill_"], real["assign"]
+        wp.capture_while, wp.capture_if, wp.copy = real["while"], real["if"], real["copy"]
 
 
 def compile_recorded(seen: list[tuple[Any, Any, int | None]], workers: int) -> int:

@@ -56,6 +56,7 @@ from isaac_adapter.isaaclab.robot import (
     quat_wxyz,
     require_isaaclab,
     root_quat_wxyz,
+    task_unsupported,
 )
 from isaac_adapter.tasks.g1_walk import assets
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
@@ -190,9 +191,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
         task.validate()
-        if task.randomization.friction is not None:
-            raise ValueError("randomization.friction: Isaac Lab sets friction on its shapes' materials, not per reset; "
-                             "set it to None on Isaac Lab (the MuJoCo backends randomize it)")
+        if (why := task_unsupported(task)) is not None:
+            raise ValueError(why)
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False

@@ -104,6 +104,18 @@ def _task_model(model_variant: str) -> Any:
     return build_g1_model(model_variant, sim_dt=0.005)
 
 
+def task_unsupported(task: Any) -> str | None:
+    """Why ``G1WalkDirectEnv`` cannot run ``task`` (a ``G1WalkConfig``) as configured, in one line that
+    names the field and the fix; None when it can. Checked before anything is built."""
+    if task.randomization.friction is not None:
+        return ("randomization.friction: Isaac Lab sets friction on its shapes' materials, not per reset; "
+                "set it to None on Isaac Lab (the MuJoCo backends randomize it)")
+    if task.warp_compile_workers:
+        return ("warp_compile_workers: the MuJoCo Warp backend's setting (on Isaac Lab, Newton's step did not "
+                "come out the same after a recorded run); set it to 0 on Isaac Lab")
+    return None
+
+
 def asset_root() -> Path:
     """The local asset root Isaac Lab resolves its asset paths in (``$ISAACSIM_ASSET_ROOT``).
 

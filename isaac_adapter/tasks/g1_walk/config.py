@@ -144,7 +144,8 @@ class G1WalkConfig:
     warp_box_box: str = "primitive"
     # MuJoCo Warp: compile the modules of its step, staging and reset programs this many at a time
     # before they first run (backends.warp_stream.compile_recorded); 0 leaves it to Warp, which
-    # compiles each module at its first launch, one after the other
+    # compiles each module at its first launch, one after the other. Isaac Lab refuses it (its
+    # Newton step does not come out the same after a recorded run)
     warp_compile_workers: int = 0
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
