@@ -31,7 +31,8 @@ call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0 --rsl-iteratio
 alone). Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
 the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
-task's own commands.
+task's own commands (the gait verdict of each), then the project's walking gate on the first of the
+env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``).
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -395,8 +396,11 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> list[dict]:
-    """The project's evaluator on the velocity task: forward 0.5 m/s, then the task's own commands."""
+    """The project's evaluator on the velocity task: forward 0.5 m/s, then the task's own commands,
+    each row with the gait verdict; the first row also carries the project's walking gate, run on the
+    first of this env's envs (``gate``: its ``as_dict``)."""
     from isaac_adapter.evaluation import ActorCriticPolicy, EvalConfig, Evaluator
+    from isaac_adapter.evaluation.gate import GateConfig, run_gate
     from isaac_adapter.evaluation.velocity_probe import IsaacVelocityProbe
 
     from g1_acceptance import acceptance_row, print_header, print_row
@@ -414,6 +418,11 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
             row["command"] = "env" if command is None else list(command)
             row["checkpoint"] = str(path)
             rows.append(print_row(row))
+        with torch.no_grad():
+            gate = run_gate(probe, ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions),
+                            GateConfig(horizon_s=args.gate_horizon_s, seed=args.seed))
+        print(gate.format())
+        rows[0]["gate"] = gate.as_dict()
     finally:
         probe.close()
     return rows
@@ -456,6 +465,12 @@ def print_tables(out: Path) -> None:
                       f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
                       f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
                       f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
+                if "gate" in row:
+                    gate = row["gate"]
+                    print(f"{name} policy at iteration {row['iteration']}, the walking gate: "
+                          f"{'PASS' if gate['passed'] else 'FAIL'} (" + "; ".join(
+                              f"{ln['name']} {ln['value']:.3g} {ln['op']} {ln['threshold']:g}"
+                              + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
         block = 100
         print(f"\nper {block} iterations: median s/it, env-steps/s, return and length (mean of the block's last 10), "
               "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded)")
@@ -507,6 +522,7 @@ def main() -> None:
     parser.add_argument("--save-interval", type=int, default=50)
     parser.add_argument("--every", type=int, default=100, help="direct: judge every this many iterations")
     parser.add_argument("--horizon-s", type=float, default=15.0)
+    parser.add_argument("--gate-horizon-s", type=float, default=20.0, help="flat: the walking gate's horizon")
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
     parser.add_argument("--judge-only", action="store_true", help="direct: judge the --judge checkpoints, do not train")
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")

@@ -103,6 +103,29 @@ def test_gate_config_layout() -> None:
     assert torch.allclose(commands[-2:], torch.tensor([[0.5, 0.0, 0.0]] * 2))
 
 
+def test_an_env_with_more_envs_than_the_gate_holds_the_smoothness_command_in_the_rest_unjudged() -> None:
+    """An env built for training (an Isaac Lab env cannot be rebuilt in its process) runs the gate on
+    its first envs; the rest hold the smoothness command, and nothing they do moves a line."""
+    cfg = GateConfig(starts=1)
+    n, t = cfg.num_envs + 5, 50
+    commands = cfg.commands(n)
+    assert commands.shape == (n, 3) and torch.equal(commands[:cfg.num_envs], cfg.commands())
+    assert torch.allclose(commands[cfg.num_envs:], torch.tensor([cfg.smoothness_command] * 5))
+    with pytest.raises(ValueError, match="the gate runs 7 envs, the env has 6"):
+        cfg.commands(6)
+    height = torch.full((t, n), 0.75)
+    height[10:, cfg.num_envs:] = 0.3  # every env past the gate's collapses
+    trace = make_trace(t, n, base_height=height, terminated=torch.zeros(t, n, dtype=torch.bool))
+    trace.command = commands.expand(t, n, 3).clone()
+    trace.lin_vel_b = trace.command.clone()
+    trace.action = torch.zeros(t, n, 29)
+    trace.action[1::2, cfg.num_envs:, 0] = 5.0  # and shakes its legs
+    trace.joint_vel = torch.zeros(t, n, 29)
+    result = judge_gate(trace, RULE, torch.tensor([0, 1, 2]), cfg)
+    assert result.passed and result.smoothness_falls == 0
+    assert {line.name: line.value for line in result.lines}["leg action change RMS (units)"] == 0.0
+
+
 def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_path) -> None:
     """The task a checkpoint recorded (clock, commands, rewards) is kept; its step size and solver
     budget are not: the gate's physics is the task's 5 ms x 4 with the model file's solver."""

@@ -106,10 +106,16 @@ class GateConfig:
         """Envs of the one rollout: ``starts`` per battery command, plus ``starts`` for smoothness."""
         return self.starts * (len(self.battery) + 1)
 
-    def commands(self) -> torch.Tensor:
-        """``[num_envs, 3]``: each battery command ``starts`` times, then the smoothness command."""
+    def commands(self, num_envs: int | None = None) -> torch.Tensor:
+        """``[num_envs, 3]``: each battery command ``starts`` times, then the smoothness command; an env
+        built with more envs than the gate's (``num_envs``) holds the smoothness command in the rest,
+        which the gate does not judge."""
         rows = [c for _, c in self.battery] + [self.smoothness_command]
-        return torch.tensor(rows, dtype=torch.float32).repeat_interleave(self.starts, dim=0)
+        gate = torch.tensor(rows, dtype=torch.float32).repeat_interleave(self.starts, dim=0)
+        extra = 0 if num_envs is None else num_envs - self.num_envs
+        if extra < 0:
+            raise ValueError(f"the gate runs {self.num_envs} envs, the env has {num_envs}")
+        return torch.cat([gate, gate[-1:].expand(extra, 3)])
 
 
 # -- metrics: pure functions of traces ----------------------------------------------------------
@@ -271,11 +277,12 @@ def judge_gate(trace: RolloutTrace, rule: ThresholdSet, leg_ids: torch.Tensor, c
 
 
 def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = None, progress: Progress = False) -> GateResult:
-    """Roll ``policy`` out once on ``probe``'s env (it must have :attr:`GateConfig.num_envs` envs) and judge the gate."""
+    """Roll ``policy`` out once on ``probe``'s env and judge the gate. The env has
+    :attr:`GateConfig.num_envs` envs, or more, as an env built for training does (an Isaac Lab env
+    cannot be rebuilt in its process): the gate judges the first ``num_envs``."""
     cfg = cfg or GateConfig()
-    if probe.env.num_envs != cfg.num_envs:
-        raise ValueError(f"the gate runs {cfg.num_envs} envs, the env has {probe.env.num_envs}")
-    evaluator = Evaluator(probe, EvalConfig(horizon_s=cfg.horizon_s, seed=cfg.seed, commands=cfg.commands()), progress)
+    commands = cfg.commands(probe.env.num_envs)
+    evaluator = Evaluator(probe, EvalConfig(horizon_s=cfg.horizon_s, seed=cfg.seed, commands=commands), progress)
     return judge_gate(evaluator.rollout(policy), probe.evaluation_rule, probe.leg_joint_ids, cfg)
 
 

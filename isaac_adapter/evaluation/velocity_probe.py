@@ -22,6 +22,7 @@ import torch
 from ppo_bootstrap.env import ObsGroups, StepResult
 from ppo_bootstrap.episode import final_rows
 
+from isaac_adapter.evaluation.g1_probe import leg_joint_ids
 from isaac_adapter.evaluation.judge import ThresholdSet
 from isaac_adapter.evaluation.trace import StepSample
 from isaac_adapter.isaaclab.robot import as_torch, feet_in_contact, root_quat_wxyz
@@ -45,6 +46,12 @@ class IsaacVelocityProbe:
         self.training_rule = None
         self.evaluation_rule = ThresholdSet(name=f"eval {ThresholdSet.eval_success_height:.2f} m")  # the G1 task's
         self.robot = base.scene["robot"]
+        # the gate's leg columns: the task's one joint-position action drives every joint in the
+        # articulation's order, the order of the joint velocities too
+        if base.action_manager.total_action_dim != self.robot.num_joints:
+            raise ValueError(f"{base.action_manager.total_action_dim} actions for {self.robot.num_joints} joints: the "
+                             "probe reads the actions as one per joint, in the articulation's order")
+        self.leg_joint_ids = leg_joint_ids(tuple(self.robot.joint_names))
         self.sensor = base.scene["contact_forces"]
         self._sensor_feet = self.sensor.find_bodies(feet)[0]
         self.command_term = base.command_manager.get_term(command_name)
@@ -82,6 +89,8 @@ class IsaacVelocityProbe:
             torque=as_torch(self.robot.actuators.applied_effort).clone(),
             command=self.command_term.command.clone(),
             env_cause=cause,
+            action=self.base.action_manager.action.clone(),  # the step's action, before its reset zeroes it
+            joint_vel=as_torch(d.joint_vel).clone(),
         )
 
     def reset(self, seed: int, commands: torch.Tensor | None) -> ObsGroups:
@@ -100,7 +109,8 @@ class IsaacVelocityProbe:
         sample = self._read(cause)
         ended = final_rows(result)[0].to(self.base.device)
         if ended.numel() and self._pre_reset is not None:  # their live rows already show the respawn
-            for name in ("root_pos_w", "tilt_xy", "lin_vel_b", "ang_vel_b", "foot_contact", "torque", "command"):
+            for name in ("root_pos_w", "tilt_xy", "lin_vel_b", "ang_vel_b", "foot_contact", "torque", "command",
+                         "action", "joint_vel"):
                 getattr(sample, name)[ended] = getattr(self._pre_reset, name)[ended]
         self._pre_reset = None
         return sample
