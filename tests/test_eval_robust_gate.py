@@ -83,6 +83,27 @@ def test_the_robust_mode_prints_the_table_for_a_shipped_checkpoint(capsys) -> No
         assert name in out
 
 
+def test_the_gate_on_another_simulator_is_refused_in_one_line_when_it_cannot_run(monkeypatch, capsys) -> None:
+    """``--sim`` picks the simulator; one without its packages, or CPU MuJoCo asked onto a GPU, stops
+    with one line naming the fix before anything is built."""
+    import sys
+
+    from isaac_adapter.app.bench import g1_gate
+    from isaac_adapter.isaaclab import robot
+
+    def missing() -> None:
+        raise robot.IsaacLabSetupError("Isaac Lab is not installed: run scripts/isaaclab_tier.sh")
+
+    monkeypatch.setattr(robot, "require_isaaclab", missing)
+    monkeypatch.setitem(sys.modules, "isaac_adapter.isaaclab.g1_direct", None)  # importing it would fail
+    with pytest.raises(SystemExit) as stopped:
+        g1_gate.cli([CHECKPOINT, "--robust", "--sim", "isaaclab"])
+    assert str(stopped.value.code) == "error: Isaac Lab is not installed: run scripts/isaaclab_tier.sh"
+    with pytest.raises(SystemExit, match=r"^error: --device cuda:0: CPU MuJoCo runs on the CPU; pick --sim warp or isaaclab$"):
+        g1_gate.main([CHECKPOINT, "--device", "cuda:0"])
+    assert capsys.readouterr().out == ""
+
+
 def test_after_recovery_leaves_out_the_kicked_step_and_the_ones_after_it() -> None:
     # env 0 kicked at steps 1 and 6, env 1 never; 3 steps of recovery: 1, 2, 3 and 6, 7, 8 are out
     pushed = torch.zeros(10, 2, dtype=torch.bool)

@@ -286,9 +286,27 @@ def test_isaac_lab_refuses_what_it_cannot_honour_in_one_line_before_anything_is_
         monkeypatch.setitem(sys.modules, module, None)  # importing either would fail
     spec = get_task("G1-Walk-Clock-Fast-v2")
     cfg = walk_config(preset=spec.config_preset)
-    friction = dataclasses.replace(cfg, randomization=dataclasses.replace(cfg.randomization, friction=(0.4, 1.2)))
-    for bad, field in ((dataclasses.replace(cfg, warp_compile_workers=2), "warp_compile_workers"),
-                       (friction, "randomization.friction")):
+    for bad, field in ((dataclasses.replace(cfg, warp_compile_workers=2), "warp_compile_workers"),):
         with pytest.raises(UsageError, match=f"^{field}: ") as refused:
             make_env(spec, "isaaclab", "cpu", 2, config=bad)
         assert "\n" not in str(refused.value)
+
+
+def test_isaac_lab_records_no_step_that_draws_physical_parameters() -> None:
+    """Newton takes drawn masses, joint, drive and friction values in a host-side model update a CUDA
+    graph cannot replay: a config that draws any is refused for the recorded step in one line naming
+    each such field; pushes, observation noise and the action delay are not in the way."""
+    import dataclasses
+
+    from isaac_adapter.isaaclab.robot import graph_unsupported
+    from isaac_adapter.tasks.g1_walk.config import walk_config
+
+    robust = walk_config(preset="robust")
+    why = graph_unsupported(robust)
+    assert why is not None and why.startswith("--cuda-graph-step on Isaac Lab: randomization.friction, ") and "\n" not in why
+    for name in ("link_mass_scale", "base_com_offset", "armature_scale", "joint_friction_scale", "kp_scale", "kd_scale"):
+        assert f"randomization.{name}" in why
+    kept = dataclasses.replace(robust.randomization, **{name: None for name in robust.randomization.physics})
+    assert kept.pushes and kept.noisy and kept.delayed
+    assert graph_unsupported(dataclasses.replace(robust, randomization=kept)) is None
+    assert graph_unsupported(walk_config(preset="clock_fast_v2")) is None

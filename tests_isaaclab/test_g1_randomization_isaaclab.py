@@ -4,7 +4,6 @@ setters. Run through ``scripts/isaaclab_tier.sh``."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from isaac_adapter.tasks.g1_walk import G1WalkConfig
@@ -93,6 +92,36 @@ def test_a_push_changes_the_chosen_envs_root_velocity_alone():
     assert torch.equal(as_torch(d.root_link_lin_vel_w)[1:], lin[1:])
 
 
-def test_friction_randomization_is_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"^randomization\.friction: Isaac Lab"):
-        build(2, friction=(0.4, 1.0))
+FOOT_FLOOR_GEOMS = {f"{side}_foot{i}_collision" for side in ("left", "right") for i in (1, 2, 3)}  # the MJCF's foot-floor pairs
+
+
+def test_foot_friction_reaches_the_solver_for_the_ended_envs_only():
+    """The drawn foot-ground friction lands in the sliding friction of the solver's foot colliders
+    (each env's own world) at the next physics step, for the ended envs only; every other geom,
+    the ground's included, keeps its friction."""
+    from isaaclab_newton.physics import NewtonManager
+
+    env = build(4, friction=(0.3, 0.6))  # the MJCF's pairs say 1.0: every draw differs from it
+    task = env.unwrapped
+    env.reset()
+    zeros = torch.zeros(4, env.num_actions)
+    env.step(zeros)  # the reset's draws for every env reach the solver with this step
+    solver = NewtonManager._solver
+    labels = NewtonManager.get_model().shape_label
+    shape_of_geom = solver.mjc_geom_to_newton_shape.numpy()  # [worlds, geoms] -> model shape
+    on_foot = torch.tensor([labels[int(s)].rsplit("/", 1)[-1] in FOOT_FLOOR_GEOMS for s in shape_of_geom[0]])
+    assert int(on_foot.sum()) == len(FOOT_FLOOR_GEOMS)
+
+    def sliding() -> torch.Tensor:
+        return torch.as_tensor(solver.mjw_model.geom_friction.numpy()[..., 0])  # [worlds, geoms]
+
+    first = task.physics_params["friction"].clone()
+    before = sliding()
+    torch.testing.assert_close(before[:, on_foot], first.unsqueeze(-1).expand(-1, int(on_foot.sum())))
+    task._reset_idx(torch.tensor([True, False, True, False]))
+    env.step(zeros)
+    after, drawn = sliding(), task.physics_params["friction"]
+    assert torch.equal(drawn[[1, 3]], first[[1, 3]]) and not torch.equal(drawn[[0, 2]], first[[0, 2]])
+    torch.testing.assert_close(after[:, on_foot], drawn.unsqueeze(-1).expand(-1, int(on_foot.sum())))
+    assert torch.equal(after[[1, 3]], before[[1, 3]])
+    assert torch.equal(after[:, ~on_foot], before[:, ~on_foot])

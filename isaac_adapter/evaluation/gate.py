@@ -358,7 +358,8 @@ def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: i
                     progress: Progress = False, physics: dict | None = None,
                     make_env: Callable[[Any], VecEnv] | None = None) -> GateResult:
     """Judge the G1-Walk checkpoint at ``path`` (:func:`gate_task_config`) in the env ``make_env``
-    builds from that task config; by default the task's own ``G1WalkEnv`` (CPU MuJoCo)."""
+    builds from that task config; by default the task's own ``G1WalkEnv`` (CPU MuJoCo). An adapted
+    env (Isaac Lab's) is probed through the task under it (``env.unwrapped``)."""
     from isaac_adapter.evaluation.evaluator import ActorCriticPolicy
 
     if make_env is None:
@@ -366,7 +367,7 @@ def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: i
     cfg = cfg or GateConfig()
     env = make_env(gate_task_config(path, cfg, physics_threads, physics))
     policy = ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions)
-    return run_gate(G1WalkProbe(env), policy, cfg, progress)
+    return run_gate(G1WalkProbe(env, getattr(env, "unwrapped", env)), policy, cfg, progress)
 
 
 # -- gait acceptance as gate lines ---------------------------------------------------------------

@@ -12,9 +12,11 @@ supplies only the simulator seam:
 * ``_apply_action``: the task's joint-position targets to the implicit PD drives;
 * ``_write_physics_params`` / ``_push_root_velocity``: the task's domain randomization
   (``task.randomization``) through the articulation's setters: link masses, the base's centre of
-  mass, joint armature and friction, drive stiffness and damping, root velocity. Foot-ground
-  friction is a material of Isaac Lab's shapes, not a per-reset articulation property: a config
-  that randomizes it is refused at construction, in one line.
+  mass, joint armature and friction, drive stiffness and damping, root velocity; foot-ground
+  friction into the friction of the foot colliders' shapes (the floor colliders outrank the
+  ground, so theirs is the contact's, as the MuJoCo model's foot-floor pairs say). Newton's
+  solver takes these at the next physics step, in a host-side model update, so a step that draws
+  them is not recorded in a CUDA graph (:func:`~isaac_adapter.isaaclab.robot.graph_unsupported`).
 
 The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
 (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
@@ -56,6 +58,7 @@ from isaac_adapter.isaaclab.robot import (
     quat_wxyz,
     require_isaaclab,
     root_quat_wxyz,
+    graph_unsupported,
     task_unsupported,
 )
 from isaac_adapter.tasks.g1_walk import assets
@@ -77,6 +80,7 @@ from isaaclab.sensors import ContactSensorCfg  # noqa: E402
 from isaaclab.sim import SimulationCfg  # noqa: E402
 from isaaclab.utils import configclass  # noqa: E402
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonBuilderCfg, NewtonCfg, NewtonManager  # noqa: E402
+from newton import ModelFlags  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.backends.warp_stream import warp_on_torch_stream  # noqa: E402
@@ -227,6 +231,16 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         self._link_index, self._base_index = (torch.as_tensor(ids, dtype=torch.long, device=self.device)
                                               for ids in (self._link_ids, self._base_id))
         self.num_links = len(self._link_ids)
+        # the foot colliders' shapes (the MuJoCo model's foot-floor pairs): their friction is the
+        # foot-ground contact's, as the pairs' priority over the ground makes it
+        view, model = self.robot._root_view, g1.model
+        feet = {model.body(name).id for name in assets.FEET}
+        foot_floor = assets.contact_pairs(model).floor & {model.geom(g).name for g in range(model.ngeom)
+                                                           if int(model.geom_bodyid[g]) in feet}
+        self._foot_friction_cols = torch.as_tensor(sorted(view.shape_names.index(name) for name in foot_floor),
+                                                   dtype=torch.long, device=self.device)
+        # [N, shapes]: Newton's shape friction of each env's robot, a view that writes into the model
+        self._shape_friction = wp.to_torch(view.get_attribute("shape_material_mu", NewtonManager.get_model())[:, 0])
         d = self.robot.data  # the nominal values the randomization scales
         self._nominal = {
             "mass": as_torch(d.body_mass).clone(), "com": as_torch(d.body_com_pose_b).clone(),
@@ -333,6 +347,10 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             values = nominal["friction"].clone()
             values[:, joints] *= params["joint_friction_scale"]
             robot.write_joint_friction_coefficient_to_sim_mask(joint_friction_coeff=values, env_mask=env_mask)
+        if "friction" in params:  # absolute, as the pairs' sliding friction on MuJoCo
+            cols, friction = self._foot_friction_cols, self._shape_friction
+            friction[:, cols] = torch.where(mask.unsqueeze(-1), params["friction"].unsqueeze(-1), friction[:, cols])
+            NewtonManager.add_model_change(ModelFlags.SHAPE_PROPERTIES)
 
     def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
         # the centre of mass's velocity is what the setter writes: kicked by delta with the spin kept,
@@ -400,6 +418,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             self._stepping = False
 
     def _new_step_graph(self) -> StepGraph:
+        if (why := graph_unsupported(self.task_cfg)) is not None:
+            raise ValueError(why)
         if not self.cfg.reset_by_mask:
             raise ValueError("cuda_graph: the reset by ids waits on the GPU for the ended ids at every step and "
                              "cannot be recorded; build the env with reset_by_mask=True (the default)")

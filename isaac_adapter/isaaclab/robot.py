@@ -107,12 +107,23 @@ def _task_model(model_variant: str) -> Any:
 def task_unsupported(task: Any) -> str | None:
     """Why ``G1WalkDirectEnv`` cannot run ``task`` (a ``G1WalkConfig``) as configured, in one line that
     names the field and the fix; None when it can. Checked before anything is built."""
-    if task.randomization.friction is not None:
-        return ("randomization.friction: Isaac Lab sets friction on its shapes' materials, not per reset; "
-                "set it to None on Isaac Lab (the MuJoCo backends randomize it)")
     if task.warp_compile_workers:
         return ("warp_compile_workers: the MuJoCo Warp backend's setting (on Isaac Lab, Newton's step did not "
                 "come out the same after a recorded run); set it to 0 on Isaac Lab")
+    return None
+
+
+def graph_unsupported(task: Any) -> str | None:
+    """Why ``G1WalkDirectEnv`` cannot record its step in a CUDA graph for ``task`` (a ``G1WalkConfig``),
+    in one line naming the fields and the fix; None when it can. Newton hands new masses, centres of
+    mass, joint and drive parameters and shape friction to its solver in a model update that reads
+    arrays back to the host, between physics steps: a recording cannot hold it, and a replay would
+    reset the ended envs without it."""
+    if task.randomization.physics:
+        fields = ", ".join(f"randomization.{name}" for name in task.randomization.physics)
+        return (f"--cuda-graph-step on Isaac Lab: {fields} reach Newton's solver through a host-side model update "
+                "that a recorded step cannot replay; train without --cuda-graph-step, or set them to None "
+                "(pushes, observation noise and the action delay are recorded)")
     return None
 
 

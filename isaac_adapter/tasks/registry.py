@@ -26,9 +26,10 @@ id                                 what                                         
                                    (``config.clock_cpu_config``)
 ``G1-Walk-Clock-CPU-Gate-v0``      the CPU recipe trained on to the walking gate,       mujoco, warp
                                    ending with the gate's verdict
-``G1-Walk-Robust-v0``              v2 with domain randomization at a G1 owner's        mujoco, warp
+``G1-Walk-Robust-v0``              v2 with domain randomization at a G1 owner's        mujoco, warp, isaaclab
                                    ranges: friction, masses, gains, pushes, noise,
-                                   delay (``config.robust_config``)
+                                   delay (``config.robust_config``; on Isaac Lab
+                                   without ``--cuda-graph-step``)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
                                    from the start (``config.smooth_gait_config``; in
                                    the runs measured, learnt to stand, not to walk)
@@ -146,7 +147,7 @@ TASKS: dict[str, TaskSpec] = {
         replace(_CPU_RECIPE, id="G1-Walk-Clock-CPU-Gate-v0", description="G1-Walk-Clock-CPU-v0 trained on to the "
                 "walking gate, which judges its last checkpoint", max_iterations=CPU_GATE_ITERATIONS, closing_gate=True),
         TaskSpec("G1-Walk-Robust-v0", "G1-Walk-Clock-Fast-v2 with domain randomization: foot friction, link masses, "
-                 "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp"), True,
+                 "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp", "isaaclab"), True,
                  "robust", FAST_AGENT),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),

@@ -3,9 +3,11 @@
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt
     python benchmarks/g1_gate.py runs/g1/model_1500.pt --json gate.json
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt --robust   # the robustness gate
+    python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --sim isaaclab  # on Isaac Lab
 
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
-one seeded rollout on CPU MuJoCo at the task's reference physics (5 ms x 4, the model's solver
+one seeded rollout on CPU MuJoCo (``--sim``: or MuJoCo Warp, or Isaac Lab's ``G1WalkDirectEnv``, on
+``--device``) at the task's reference physics (5 ms x 4, the model's solver
 budget, whatever the checkpoint trained with; sim-to-sim for a checkpoint trained on MuJoCo Warp),
 with one torch thread (the policy is small; more threads beside MuJoCo's only slow it), and prints each line of
 the gate (measured value, threshold, PASS / FAIL) and the overall verdict. With ``--robust``, the robustness gate: the same battery, lines and thresholds under pushes (kicks of
@@ -17,10 +19,12 @@ a one-step action delay (``gate.ROBUST_GATE_RANDOMIZATION``). Definitions:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,6 +32,25 @@ from ppo_bootstrap.checkpoint import CheckpointError
 
 from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint, robust_gate_config
 from isaac_adapter.tasks.registry import UsageError
+
+GATE_SIMS = {"mujoco": "CPU MuJoCo", "warp": "MuJoCo Warp", "isaaclab": "Isaac Lab"}
+
+
+def env_builder(sim: str, device: str) -> Any:
+    """``task config -> env`` for the gate on ``sim`` (None: the gate's own CPU MuJoCo env); the
+    simulator's packages are checked first, with the line that says what to install."""
+    from isaac_adapter.app.envs import check_sim
+
+    check_sim(sim)
+    if sim == "mujoco":
+        return None
+    if sim == "warp":
+        from isaac_adapter.tasks.g1_walk import G1WalkEnv
+
+        return lambda task: G1WalkEnv(dataclasses.replace(task, device=device), backend="warp")
+    from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+    return lambda task: make_g1_direct_env(dataclasses.replace(task, device=device))
 
 
 @torch.no_grad()  # in-process callers (tests, other scripts) get their grad mode back
@@ -42,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
     parser.add_argument("--robust", action="store_true",
                         help="the robustness gate: pushes, friction, masses, observation noise, action delay")
+    parser.add_argument("--sim", choices=tuple(GATE_SIMS), default="mujoco", help="the simulator the gate runs on")
+    parser.add_argument("--device", default="cpu", help="--sim warp or isaaclab: where the physics runs")
     args = parser.parse_args(argv)
+    if args.sim == "mujoco" and args.device != "cpu":
+        raise SystemExit(f"error: --device {args.device}: CPU MuJoCo runs on the CPU; pick --sim warp or isaaclab")
     if not Path(args.checkpoint).is_file():
         raise SystemExit(f"error: {args.checkpoint}: no such checkpoint")
     torch.set_num_threads(1)
@@ -51,15 +78,19 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: --starts must be >= 1 and --horizon-s > 0, got {args.starts} and {args.horizon_s}")
     make = robust_gate_config if args.robust else GateConfig
     cfg = make(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
+    make_env = env_builder(args.sim, args.device)
     start = time.perf_counter()
-    result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress)
+    result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress,
+                             make_env=make_env)
     seconds = time.perf_counter() - start
-    print(f"{args.checkpoint}: CPU MuJoCo, {cfg.num_envs} envs, reference physics"
+    where = GATE_SIMS[args.sim] + ("" if args.sim == "mujoco" else f" ({args.device})")
+    print(f"{args.checkpoint}: {where}, {cfg.num_envs} envs, reference physics"
           + (", randomized" if cfg.randomization.enabled else ""))
     print(result.format())
     print(f"build, rollout and judgment: {seconds:.1f} s")
     if args.json:
-        record = {"checkpoint": args.checkpoint, "seconds": seconds, **result.as_dict()}
+        record = {"checkpoint": args.checkpoint, "sim": args.sim, "device": args.device, "seconds": seconds,
+                  **result.as_dict()}
         Path(args.json).write_text(json.dumps(record, indent=1))
     return 0 if result.passed else 1
 
