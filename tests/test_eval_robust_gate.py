@@ -13,6 +13,7 @@ import torch
 
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
 from isaac_adapter.evaluation.gate import (
+    ROBUST_GATE_PARTS,
     ROBUST_GATE_RANDOMIZATION,
     ROBUST_GATE_RECOVERY_S,
     after_recovery,
@@ -81,6 +82,29 @@ def test_the_robust_mode_prints_the_table_for_a_shipped_checkpoint(capsys) -> No
     assert rc == (0 if verdict.split()[-1] == "PASS" else 1)
     for name in ("falls (battery, all starts)", "tracking perf (battery)", "roll/pitch rate RMS (rad/s)"):
         assert name in out
+
+
+def test_the_robust_gate_in_parts_keeps_only_the_parts_asked_for() -> None:
+    """Every randomized field of the gate belongs to exactly one part, so all parts together are the
+    whole gate; one part keeps its fields and nothing else; the recovery window comes with the pushes."""
+    whole = robust_gate_config(only=tuple(ROBUST_GATE_PARTS))
+    assert whole.randomization == ROBUST_GATE_RANDOMIZATION and whole.recovery_s == ROBUST_GATE_RECOVERY_S
+    noise = robust_gate_config(only=("noise",), starts=1)
+    assert noise.randomization == RandomizationCfg(obs_noise=ROBUST_GATE_RANDOMIZATION.obs_noise)
+    assert noise.recovery_s == 0 and noise.starts == 1 and noise.name == "robust gate"
+    kicks = robust_gate_config(only=("pushes", "delay")).randomization
+    assert (kicks.push_interval_s, kicks.push_velocity, kicks.action_delay_steps) == ((2.0, 4.0), (-0.5, 0.5), (1, 1))
+    assert kicks.friction is None and kicks.link_mass_scale is None and not kicks.noisy
+    for bad in (("gravity",), ()):
+        with pytest.raises(ValueError, match=r"^only: the robustness gate's parts are friction, masses, pushes, noise, delay; "):
+            robust_gate_config(only=bad)
+
+
+def test_only_without_robust_is_refused_in_one_line() -> None:
+    from isaac_adapter.app.bench import g1_gate
+
+    with pytest.raises(SystemExit, match=r"^error: --only noise delay: parts of the robustness gate; add --robust$"):
+        g1_gate.main([CHECKPOINT, "--only", "noise", "delay"])
 
 
 def test_the_gate_on_another_simulator_is_refused_in_one_line_when_it_cannot_run(monkeypatch, capsys) -> None:

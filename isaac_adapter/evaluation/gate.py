@@ -305,10 +305,34 @@ ROBUST_GATE_RANDOMIZATION = RandomizationCfg(
 ROBUST_GATE_RECOVERY_S = 1.0
 
 
-def robust_gate_config(**overrides) -> GateConfig:
+#: The robustness gate's randomization in parts, each the fields of :data:`ROBUST_GATE_RANDOMIZATION`
+#: it keeps: ``robust_gate_config(only=...)`` judges a policy under some of them, to find which one
+#: breaks it.
+ROBUST_GATE_PARTS = {
+    "friction": ("friction",),
+    "masses": ("link_mass_scale",),
+    "pushes": ("push_interval_s", "push_velocity"),
+    "noise": ("obs_noise",),
+    "delay": ("action_delay_steps",),
+}
+
+
+def robust_gate_config(only: tuple[str, ...] | None = None, **overrides) -> GateConfig:
     """The robustness gate: the walking gate's battery, lines and thresholds under
     :data:`ROBUST_GATE_RANDOMIZATION` (``randomization`` in ``overrides`` replaces it), tracking
-    and smoothness judged outside the :data:`ROBUST_GATE_RECOVERY_S` after each kick."""
+    and smoothness judged outside the :data:`ROBUST_GATE_RECOVERY_S` after each kick.
+
+    ``only``: names of :data:`ROBUST_GATE_PARTS`; the gate keeps those parts of its randomization
+    and drops the rest (without the pushes there is no kick to recover from: every step is judged).
+    """
+    if only is not None:
+        unknown = sorted(set(only) - ROBUST_GATE_PARTS.keys())
+        if unknown or not only:
+            raise ValueError(f"only: the robustness gate's parts are {', '.join(ROBUST_GATE_PARTS)}; "
+                             f"got {', '.join(unknown) or 'none'}")
+        kept = {name: getattr(ROBUST_GATE_RANDOMIZATION, name) for part in only for name in ROBUST_GATE_PARTS[part]}
+        overrides.setdefault("randomization", RandomizationCfg(**kept))
+        overrides.setdefault("recovery_s", ROBUST_GATE_RECOVERY_S if "pushes" in only else 0.0)
     overrides.setdefault("randomization", ROBUST_GATE_RANDOMIZATION)
     overrides.setdefault("recovery_s", ROBUST_GATE_RECOVERY_S)
     overrides.setdefault("name", "robust gate")

@@ -4,6 +4,7 @@
     python benchmarks/g1_gate.py runs/g1/model_1500.pt --json gate.json
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt --robust   # the robustness gate
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --sim isaaclab  # on Isaac Lab
+    python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --only noise  # one part of it
 
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
 one seeded rollout on CPU MuJoCo (``--sim``: or MuJoCo Warp, or Isaac Lab's ``G1WalkDirectEnv``, on
@@ -30,7 +31,7 @@ import torch
 
 from ppo_bootstrap.checkpoint import CheckpointError
 
-from isaac_adapter.evaluation.gate import GateConfig, gate_checkpoint, robust_gate_config
+from isaac_adapter.evaluation.gate import ROBUST_GATE_PARTS, GateConfig, gate_checkpoint, robust_gate_config
 from isaac_adapter.tasks.registry import UsageError
 
 GATE_SIMS = {"mujoco": "CPU MuJoCo", "warp": "MuJoCo Warp", "isaaclab": "Isaac Lab"}
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
     parser.add_argument("--robust", action="store_true",
                         help="the robustness gate: pushes, friction, masses, observation noise, action delay")
+    parser.add_argument("--only", nargs="+", choices=tuple(ROBUST_GATE_PARTS), metavar="PART",
+                        help="with --robust: keep only these parts of its randomization, to see which one a policy "
+                             f"fails under ({', '.join(ROBUST_GATE_PARTS)})")
     parser.add_argument("--sim", choices=tuple(GATE_SIMS), default="mujoco", help="the simulator the gate runs on")
     parser.add_argument("--device", default="cpu", help="--sim warp or isaaclab: where the physics runs")
     args = parser.parse_args(argv)
@@ -76,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.starts < 1 or args.horizon_s <= 0:
         raise SystemExit(f"error: --starts must be >= 1 and --horizon-s > 0, got {args.starts} and {args.horizon_s}")
-    make = robust_gate_config if args.robust else GateConfig
-    cfg = make(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
+    if args.only and not args.robust:
+        raise SystemExit(f"error: --only {' '.join(args.only)}: parts of the robustness gate; add --robust")
+    settings = dict(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
+    cfg = robust_gate_config(only=tuple(args.only) if args.only else None, **settings) if args.robust else GateConfig(**settings)
     make_env = env_builder(args.sim, args.device)
     start = time.perf_counter()
     result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress,
