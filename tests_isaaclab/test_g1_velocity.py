@@ -59,13 +59,18 @@ def test_final_obs_is_the_pre_reset_state_and_resets_are_selective(env):
 
     base._reset_idx = spy
     try:
+        # Isaac Lab draws its spawn poses and observation noise from the global generators, which its
+        # env leaves unseeded: seeded here, the episodes do not depend on the tests before this one.
+        # Actions of 0.5 rad std made every env fall within 1 s at 3 of 12 seeds (no time-out to
+        # check); at 0.25 every one of those 12 seeds had both falls (10-17) and time-outs (1-6)
+        base.seed(1)
         env.reset()
         gen = torch.Generator().manual_seed(0)
         checked, timeouts, falls = 0, 0, 0
         steps_per_episode = base.max_episode_length
         for _ in range(2 * steps_per_episode + 5):
             before = _torch(robot.data.root_pos_w).clone()
-            res = env.step(0.5 * torch.randn(NUM_ENVS, env.num_actions, generator=gen))
+            res = env.step(0.25 * torch.randn(NUM_ENVS, env.num_actions, generator=gen))
             validate_step(NUM_ENVS, res)
             ids = res.final_env_ids
             if ids.numel() == 0:
@@ -83,7 +88,7 @@ def test_final_obs_is_the_pre_reset_state_and_resets_are_selective(env):
             falls += int((res.terminated & ~res.truncated).sum())
     finally:
         base._reset_idx = original
-    assert checked > 0 and timeouts > 0, (checked, timeouts, falls)
+    assert checked > 0 and timeouts > 0 and falls > 0, (checked, timeouts, falls)
 
 
 UPRIGHT = (0.0, 0.0, 0.0, 1.0)  # root quaternion (x, y, z, w)
