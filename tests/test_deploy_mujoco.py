@@ -120,6 +120,26 @@ def test_the_exported_policy_walks_20_s_of_mixed_commands_without_a_fall(rollout
     assert sum(line.startswith("t ") for line in done.stdout.splitlines()) == 20  # a status line per second
 
 
+ROBUST_CHECKPOINT = ROOT / "docs" / "checkpoints" / "g1_robust_s1_it1300.pt"  # trained under domain randomization
+
+
+def test_the_shipped_robust_policy_walks_the_same_commands_through_the_script(tmp_path):
+    """The randomization-trained policy, exported as its training run would export it, walks the 20 s
+    of mixed commands through the standalone script without a fall."""
+    cfg = checkpoint_walk_config(str(ROBUST_CHECKPOINT), num_envs=1)
+    assert cfg.randomization.enabled  # what it trained with; the script adds none of it
+    env = G1WalkEnv(cfg)
+    obs = env.reset(seed=0)
+    policy = checkpoint.load_policy(str(ROBUST_CHECKPOINT), obs, env.num_actions, torch.device("cpu"))
+    paths = export_deployment(policy, obs["policy"].shape[-1], cfg, tmp_path, "G1-Walk-Robust-v0")
+    (tmp_path / "commands.txt").write_text(COMMANDS)
+    done = _deploy(paths["deploy"], "--commands", "commands.txt", "--duration", "20")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("summary:"))
+    assert "falls 0," in summary and "FALL" not in done.stdout, summary
+    assert float(summary.split("tracking error ")[1].split(" m/s")[0]) < 0.2, summary
+
+
 def _task_rows(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """MuJoCo ``qpos`` / ``qvel`` rows as the task's spawn rows ``[K, 7 + J]`` / ``[K, 6 + J]``
     (root angular velocity in the world frame)."""
