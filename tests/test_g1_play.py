@@ -148,3 +148,21 @@ def test_training_ends_with_a_clip_of_a_policy_that_walks(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     clip = tmp_path / "run" / "videos" / "final.gif"
     assert f"CLIP {clip}" in done.stdout and clip.stat().st_size > 0
+
+
+def test_play_takes_env_overrides_on_the_recorded_task_and_refuses_agent_ones_in_one_line():
+    """``--play CKPT env.KEY=VALUE``: the clip's env is the checkpoint's recorded task with the
+    override (pushes every 2-3 s, say, to watch them); an ``agent.`` key has nothing to change there."""
+    from isaac_adapter.app import cli, play
+    from isaac_adapter.app.overrides import OverrideError
+    from isaac_adapter.tasks.registry import checkpoint_walk_config
+
+    path = os.path.join(ROOT, "docs", "checkpoints", "g1_robust_s1_it1300.pt")
+    recorded = checkpoint_walk_config(path).randomization
+    args = cli.parse_args(["--play", path, "env.randomization.push_interval_s=[2,3]", "env.episode_length_s=7"])
+    spec, cfg = play.play_config(path, args)
+    assert spec.id == "G1-Walk-Robust-v0" and cfg.episode_length_s == 7.0
+    assert cfg.randomization.push_interval_s == (2.0, 3.0) != recorded.push_interval_s
+    assert cfg.randomization.push_velocity == recorded.push_velocity and cfg.randomization.friction == recorded.friction
+    with pytest.raises(OverrideError, match=r"^override agent\.ppo\.gamma: keys start with env\.$"):
+        play.play_config(path, cli.parse_args(["--play", path, "agent.ppo.gamma=0.9"]))

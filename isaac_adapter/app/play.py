@@ -17,6 +17,7 @@ import torch
 from ppo_bootstrap import Runner, checkpoint
 
 from isaac_adapter.app.args import PLAY_ENVS, PLAY_SECONDS, TRAIN_CLIP_SECONDS, Args, frame_size, numbers
+from isaac_adapter.app.overrides import apply_overrides
 from isaac_adapter.app.run_dir import find_checkpoint
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.registry import UsageError
@@ -69,7 +70,8 @@ def check_clip(spec: registry.TaskSpec, sim: str, path: str, flag: str) -> None:
 
 
 def play_config(path: str, args: Args, flag: str = "--play") -> tuple[registry.TaskSpec, Any]:
-    """The G1 task a checkpoint was trained on and its recorded config, for ``--num_envs`` envs on CPU MuJoCo."""
+    """The G1 task a checkpoint was trained on and its recorded config, for ``--num_envs`` envs on CPU
+    MuJoCo, with the command line's ``env.KEY=VALUE`` overrides (say, pushes every 2-3 s for a clip)."""
     spec, _ = registry.checkpoint_task(checkpoint.read(path), path)
     if args.task and args.task != spec.id:
         raise UsageError(f"{path} was trained on {spec.id}, not --task {args.task}")
@@ -78,7 +80,10 @@ def play_config(path: str, args: Args, flag: str = "--play") -> tuple[registry.T
     if args.sim not in ("auto", "mujoco"):
         raise UsageError(f"{args.flag('sim')} {args.sim}: {flag} runs on CPU MuJoCo (--sim mujoco)")
     variant = {"model_variant": args.model_variant} if args.model_variant else {}
-    return spec, registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
+    cfg = registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
+    cfg = apply_overrides({"env": cfg}, args.overrides)["env"]  # an agent.* key: one line, it has no agent here
+    cfg.validate()
+    return spec, cfg
 
 
 def play(args: Args, path: str | None = None, flag: str = "checkpoint") -> Path:
