@@ -166,3 +166,40 @@ def test_play_takes_env_overrides_on_the_recorded_task_and_refuses_agent_ones_in
     assert cfg.randomization.push_velocity == recorded.push_velocity and cfg.randomization.friction == recorded.friction
     with pytest.raises(OverrideError, match=r"^override agent\.ppo\.gamma: keys start with env\.$"):
         play.play_config(path, cli.parse_args(["--play", path, "agent.ppo.gamma=0.9"]))
+
+
+PUSH_SCRIPT = """
+import json, sys, torch
+from isaac_adapter.tasks.g1_walk import G1WalkEnv
+from isaac_adapter.tasks.g1_walk.config import walk_config
+from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
+from isaac_adapter.tasks.g1_walk.render import render_rollout, render_states
+
+def red(frame):
+    f = torch.as_tensor(frame).int()
+    return int(((f[..., 0] > 150) & (f[..., 1] < 60) & (f[..., 2] < 60)).sum())
+
+env = G1WalkEnv(walk_config(True, num_envs=1))
+env.reset(seed=0)
+s = env.state
+pose = torch.cat([s.root_pos_w[0], s.root_quat_w[0], s.joint_pos[0]])
+plain, kicked = render_states(env.backend.model, [pose, torch.cat([pose, torch.tensor([0.5, 0.0, 0.0])])], 160, 120, draft=True)
+pushing = walk_config(True, num_envs=1, randomization=RandomizationCfg(push_interval_s=(0.02, 0.02), push_velocity=(0.4, 0.5)))
+still = lambda obs: torch.zeros(1, 29)
+frames, _ = render_rollout(G1WalkEnv(pushing), still, 0.12, 160, 120, fps=17, draft=True)
+quiet, _ = render_rollout(G1WalkEnv(walk_config(True, num_envs=1)), still, 0.12, 160, 120, fps=17, draft=True)
+print(json.dumps({"plain": red(plain), "kicked": red(kicked), "rollout": [red(f) for f in frames], "quiet": [red(f) for f in quiet]}))
+"""
+
+
+@pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
+def test_a_push_is_drawn_as_a_red_arrow_into_the_pelvis():
+    """A state carrying a kick renders with a red arrow the same pose without it lacks; a rollout of
+    a task that kicks its robot every step shows the arrow in every frame, one without pushes none."""
+    done = subprocess.run([sys.executable, "-c", PUSH_SCRIPT], env=dict(os.environ, MUJOCO_GL="egl"),
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["plain"] == 0 and result["kicked"] > 20, result
+    assert len(result["rollout"]) == 2 and min(result["rollout"]) > 20, result
+    assert result["quiet"] == [0, 0], result

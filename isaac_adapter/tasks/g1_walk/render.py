@@ -41,7 +41,9 @@ def render_rollout(
     """Step ``env`` with ``act`` for ``seconds`` and render ``env_id`` about ``fps`` times a second.
 
     Returns frames ``[H, W, 3]`` uint8 and the simulated time between frames (a whole number of
-    policy steps). A frame shows the state the policy acts on next (after a fall, the respawn).
+    policy steps). A frame shows the state the policy acts on next (after a fall, the respawn). A
+    task that pushes its robots (``randomization.push_interval_s``) gets each kick drawn as a red
+    arrow into the pelvis, along the kick, for :data:`PUSH_ARROW_S`.
     ``act.reset(done)`` (``done`` ``[N]`` bool), where ``act`` has it, clears the memory of envs that
     ended, as in evaluation. ``progress`` counts frames (:data:`ppo_bootstrap.progress.Progress`;
     default: a bar when stderr is a terminal). ``draft``: see :func:`render_states`.
@@ -50,17 +52,29 @@ def render_rollout(
     """
     every = max(1, round(1.0 / (fps * env.dt)))
     steps = round(seconds / env.dt)
+    pushes = env.task_cfg.randomization.pushes
+    shown = round(PUSH_ARROW_S / env.dt)  # policy steps a kick stays drawn
 
     def states() -> Iterator[torch.Tensor]:
         obs = env.current_observations()
+        kick, age = torch.zeros(3), shown
         for k in range(steps):
             result = env.step(act(obs))
             if hasattr(act, "reset"):
                 act.reset(done_mask(result.terminated, result.truncated))
             obs = result.obs
+            if pushes:
+                last = env.last_push[env_id].cpu()
+                if bool((last != 0).any()):
+                    kick, age = last, 0
+                else:
+                    age += 1
             if k % every == 0:
                 s = env.state
-                yield torch.cat([s.root_pos_w[env_id], s.root_quat_w[env_id], s.joint_pos[env_id]])
+                state = [s.root_pos_w[env_id], s.root_quat_w[env_id], s.joint_pos[env_id]]
+                if pushes:  # the kick as an arrow for PUSH_ARROW_S after it
+                    state.append(kick if age < shown else torch.zeros(3))
+                yield torch.cat([t.cpu().float() for t in state])
 
     frames = render_states(env.backend.model, states(), width, height, progress, total=math.ceil(steps / every),
                            draft=draft)
@@ -89,7 +103,9 @@ def render_states(
     draft: bool = False,
 ) -> list[np.ndarray]:
     """One frame ``[H, W, 3]`` uint8 per state ``[7 + J]`` (root position, quaternion ``(w, x, y, z)``,
-    joints in actuator order), from a camera that follows the pelvis.
+    joints in actuator order), from a camera that follows the pelvis. A state ``[7 + J + 3]`` also
+    carries a push, the world-frame velocity kick (m/s) drawn as an arrow ending at the pelvis
+    (none where it is zero).
 
     ``progress`` counts frames out of ``total`` (default: ``len(states)`` where ``states`` has one).
     ``draft``: no shadows, reflections or multisampling, for clips during training: in software
@@ -113,15 +129,37 @@ def render_states(
         if draft:
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
+        joints = len(layout.joint_q)
         for state in states:
             q = state.cpu().numpy()
             data.qpos[layout.root_q : layout.root_q + 7] = q[:7]
-            data.qpos[layout.joint_q] = q[7:]
+            data.qpos[layout.joint_q] = q[7 : 7 + joints]
             mujoco.mj_forward(model, data)
             renderer.update_scene(data, camera)
+            kick = q[7 + joints :]
+            if kick.size == 3 and np.any(kick != 0):
+                _draw_push(renderer.scene, q[:3], kick)
             frames.append(renderer.render().copy())
             bar.update()
     return frames
+
+
+#: s a kick stays drawn in a rendered rollout, and the arrow's length per m/s of kick
+PUSH_ARROW_S = 0.4
+PUSH_ARROW_M_PER_MPS = 1.2
+PUSH_RGBA = np.array([0.9, 0.1, 0.1, 1.0], dtype=np.float32)
+
+
+def _draw_push(scene: mujoco.MjvScene, root: np.ndarray, kick: np.ndarray) -> None:
+    """Add an arrow to ``scene`` that ends at ``root`` (m, world) and points along ``kick`` (m/s)."""
+    if scene.ngeom >= scene.maxgeom:
+        return
+    end = np.asarray(root, dtype=np.float64)
+    start = end - PUSH_ARROW_M_PER_MPS * np.asarray(kick, dtype=np.float64)
+    geom = scene.geoms[scene.ngeom]
+    mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_ARROW, np.zeros(3), np.zeros(3), np.zeros(9), PUSH_RGBA)
+    mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.06, start, end)
+    scene.ngeom += 1
 
 
 def video_format(path: str | Path) -> str:
