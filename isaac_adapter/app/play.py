@@ -81,9 +81,8 @@ def play_config(path: str, args: Args, flag: str = "--play") -> tuple[registry.T
         raise UsageError(f"{args.flag('sim')} {args.sim}: {flag} runs on CPU MuJoCo (--sim mujoco)")
     variant = {"model_variant": args.model_variant} if args.model_variant else {}
     cfg = registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
-    cfg = apply_overrides({"env": cfg}, args.overrides)["env"]  # an agent.* key: one line, it has no agent here
-    cfg.validate()
-    return spec, cfg
+    # validated as each is applied; an agent.* key is refused in one line: play has no agent
+    return spec, apply_overrides({"env": cfg}, args.overrides)["env"]
 
 
 def play(args: Args, path: str | None = None, flag: str = "checkpoint") -> Path:

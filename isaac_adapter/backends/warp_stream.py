@@ -138,11 +138,7 @@ def compile_recorded(seen: list[tuple[Any, Any, int | None]], workers: int) -> i
     for module, device, block_dim in seen:
         unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))
     variants = list(unique.values())
-    if workers <= 1:
-        for module, device, block_dim in variants:
-            module.load(device, block_dim)
-        return len(variants)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for done in [pool.submit(module.load, device, block_dim) for module, device, block_dim in variants]:
             done.result()
     return len(variants)

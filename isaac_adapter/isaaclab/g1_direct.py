@@ -55,10 +55,10 @@ from isaac_adapter.isaaclab.robot import (
     feet_in_contact,
     filter_from_ground,
     g1_articulation_cfg,
+    graph_unsupported,
     quat_wxyz,
     require_isaaclab,
     root_quat_wxyz,
-    graph_unsupported,
     task_unsupported,
 )
 from isaac_adapter.tasks.g1_walk import assets
