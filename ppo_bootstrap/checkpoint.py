@@ -396,6 +396,18 @@ def is_full(ckpt: Mapping[str, Any]) -> bool:
     return "ppo" in ckpt
 
 
+def env_steps(ckpt: Mapping[str, Any]) -> int:
+    """Calls of ``env.step`` the training of ``ckpt`` had made (``Runner.env_steps``). Files written
+    before it was recorded (policy-only files among them) derive it: ``num_steps_per_env`` per
+    iteration, and one rollout more for the normalizer warm-up of a trained run that normalizes."""
+    if "env_steps" in ckpt:
+        return int(ckpt["env_steps"])
+    config = ckpt.get("config") or {}
+    iteration = int(ckpt.get("iteration", 0))
+    warm = ckpt.get("normalizers_warm", iteration > 0 and (config.get("policy") or {}).get("obs_normalization", True))
+    return (iteration + int(bool(warm))) * int(config.get("num_steps_per_env", 0))
+
+
 def task_id(ckpt: Mapping[str, Any]) -> str | None:
     """The registered task a checkpoint was trained on, where it records one (``task/id``)."""
     task = ckpt.get("task")

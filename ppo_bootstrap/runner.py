@@ -154,6 +154,11 @@ class Runner(RunnerCheckpoints):
         self.iteration = 0
         self.total_steps = 0
         self.normalizers_warm = False  # the warm-up rollout has run (it is not counted in total_steps)
+        self.env_steps = 0
+        """Calls of ``env.step`` in this training, the warm-up rollout's included: the env's own step
+        counter (Isaac Lab's ``common_step_counter``, the clock of its curricula) as of the last
+        rollout. A resume without the env's state sets the env's counter to it
+        (:func:`ppo_bootstrap.checkpoint.env_steps`)."""
         self.metadata: dict[str, Any] = {}
         """What the checkpoint records of the task (e.g. ``{"id": ..., "env": {...}}``), so that
         evaluation, playback and resume need no flag to rebuild it."""
@@ -206,6 +211,7 @@ class Runner(RunnerCheckpoints):
             self.obs = self._to_device(result.obs)
         self.flag_watch.report()
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
+        self.env_steps += self.cfg.num_steps_per_env
         stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.totals().items()}
         return {**stats, **self.episodes.end_rollout(), "episodes/non_finite_resets": float(n_broken)}
 

@@ -26,6 +26,7 @@ class RunnerCheckpoints:
             "iteration": self.iteration,
             "total_steps": self.total_steps,
             "normalizers_warm": self.normalizers_warm,
+            "env_steps": self.env_steps,
             "world_size": self.world_size,
             "env_device": str(self.env_device),  # a resume on another device type draws the envs anew
             "policy": self.policy.state_dict(),
@@ -106,11 +107,13 @@ class RunnerCheckpoints:
         self.total_steps = ckpt["total_steps"]
         self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
         self.normalizers_warm = bool(ckpt.get("normalizers_warm", ckpt["total_steps"] > 0))
+        self.env_steps = checkpoint.env_steps(ckpt)  # an exact resume's env restores its own counter with its state
         if not exact:
+            clock = self._continue_env_clock()
             if self.rank == 0:
                 print(f"resumed {os.fspath(path)} without its env state ({differs}): the policy, normalizers"
                       f"{', optimizer' if load_optimizer else ''} and iteration count continue, the envs start "
-                      "from their own state", flush=True)
+                      f"from their own state{clock}", flush=True)
             return
         self.obs = ckpt["obs"]
         self.alg.states = ckpt["states"]
@@ -168,10 +171,13 @@ class RunnerCheckpoints:
         self.iteration = int(ckpt.get("iter", 0))  # rsl-rl-lib's own count, which its file names carry
         self.total_steps = 0  # rsl-rl-lib does not record it
         self.normalizers_warm = True  # the file's normalizers come with its policy
+        self.env_steps = self.iteration * self.cfg.num_steps_per_env  # nor this: its iterations at this runner's length
+        clock = self._continue_env_clock()
         if self.rank == 0:
             what = "its Adam state" if ppo is not None else "a fresh optimizer"
             print(f"loaded {os.fspath(path)}: rsl-rl-lib {rsl_rl.layout(ckpt)} checkpoint (networks, normalizers, "
-                  f"noise std) at iteration {self.iteration}, with {what}; envs and RNG go on as they are", flush=True)
+                  f"noise std) at iteration {self.iteration}, with {what}; envs and RNG go on as they are{clock}",
+                  flush=True)
 
     def _load_policy_only(self, path: str | os.PathLike, ckpt: dict[str, Any]) -> None:
         self.policy.load_state_dict(ckpt["policy"])
@@ -179,7 +185,20 @@ class RunnerCheckpoints:
         self.iteration = int(ckpt.get("iteration", 0))
         self.total_steps = int(ckpt.get("total_steps", 0))
         self.normalizers_warm = True  # the file's normalizers come with its policy
+        self.env_steps = checkpoint.env_steps(ckpt)
         self.metadata = self.metadata or ckpt.get("task") or {}  # the env this runner was given wins over the file's record
+        clock = self._continue_env_clock()
         if self.rank == 0:
             print(f"loaded {os.fspath(path)}: policy only (no optimizer, env or RNG state); fine-tuning from "
-                  f"iteration {self.iteration} with a fresh optimizer", flush=True)
+                  f"iteration {self.iteration} with a fresh optimizer{clock}", flush=True)
+
+    def _continue_env_clock(self) -> str:
+        """Set the env's step counter to :attr:`env_steps` where the env has one (Isaac Lab's
+        ``common_step_counter``, the G1 tasks'), so that its curricula (reward ramps, Isaac Lab's
+        ``modify_reward_weight``) go on from where the checkpoint's training left them rather than
+        from their start. Returns the clause the load's line adds ("" where the env has none)."""
+        env = getattr(self.env, "unwrapped", self.env)  # an adapter's env, or the env itself
+        if type(getattr(env, "common_step_counter", None)) is not int:
+            return ""
+        env.common_step_counter = self.env_steps
+        return f"; the env's step counter (its curricula's clock) continues at {self.env_steps}"

@@ -9,6 +9,7 @@ the same seed and actions, one at the start weight, one at the end weight and on
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -93,6 +94,55 @@ def test_a_resumed_env_continues_the_ramp() -> None:
     assert other.common_step_counter == 4
     res = other.step(torch.zeros(4, other.num_actions))
     assert res.info["log"]["Curriculum/action_rate"] == pytest.approx(START + ALPHA[4] * (END - START))
+
+
+# a ramp over the first 24 env steps: the weight after step c is START + c / 24 * (END - START)
+LONG_RAMP = RewardRamp("action_rate", END, start_step=0, end_step=24)
+
+
+def _ramp_runner(num_envs: int, seed: int):
+    from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig
+
+    cfg = G1WalkConfig(num_envs=num_envs, seed=seed, physics_threads=1, reward_ramps=(LONG_RAMP,))
+    cfg.rewards = dataclasses.replace(cfg.rewards, action_rate=START)
+    return Runner(G1WalkEnv(cfg), RunnerConfig(num_steps_per_env=4, console=False, seed=seed,
+                                               policy=PolicyConfig(actor_hidden=(16,), critic_hidden=(16,))))
+
+
+@pytest.mark.parametrize("kind", ["full, another env count", "policy only"])
+def test_a_resume_without_the_env_state_continues_the_curriculum_clock(tmp_path, capsys, kind) -> None:
+    """The normalizer warm-up (4 steps) and two iterations of 4 steps: the env has stepped 12 times.
+    A run that loads the checkpoint into envs of its own (another env count, or a policy-only file
+    for fine-tuning) sets its env's counter to 12, so the ramp goes on at step 13, not at step 1."""
+    source = _ramp_runner(num_envs=3, seed=0)
+    source.learn(2)
+    assert source.env_steps == source.env.common_step_counter == 12
+    path = tmp_path / "model_2.pt"
+    source.save(path)
+    if kind == "policy only":  # as docs/checkpoints ships, and as files were before env_steps was saved
+        full = torch.load(path, weights_only=False)
+        torch.save({k: full[k] for k in ("policy", "config", "iteration", "total_steps")}, path)
+    runner = _ramp_runner(num_envs=3 if kind == "policy only" else 4, seed=1)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the policy-only file has no checksum
+        runner.load(path)
+    assert "step counter (its curricula's clock) continues at 12" in capsys.readouterr().out
+    assert runner.env_steps == runner.env.common_step_counter == 12
+    res = runner.env.step(torch.zeros(runner.env.num_envs, runner.env.num_actions))
+    assert res.info["log"]["Curriculum/action_rate"] == pytest.approx(START + 13 / 24 * (END - START))
+    runner.learn(1)
+    assert runner.env_steps == 16 and runner.env.common_step_counter == 17  # the step above is not the runner's
+
+
+def test_an_exact_resume_restores_the_clock_with_the_env(tmp_path) -> None:
+    source = _ramp_runner(num_envs=3, seed=0)
+    source.learn(1)  # the warm-up and one iteration: 8 steps
+    path = tmp_path / "model_1.pt"
+    source.save(path)
+    runner = _ramp_runner(num_envs=3, seed=0)
+    runner.load(path)
+    assert runner.env_steps == runner.env.common_step_counter == 8
 
 
 @pytest.mark.parametrize(

@@ -44,12 +44,12 @@ class RandomEnv:
                           {k: v[:0] for k, v in self._obs().items()}, torch.zeros(0, dtype=torch.long))
 
 
-def runner_for(std_type: str = "scalar", **policy: object) -> Runner:
+def runner_for(std_type: str = "scalar", env: RandomEnv | None = None, **policy: object) -> Runner:
     shape = dict(actor_hidden=(4, 3), critic_hidden=(6, 2), init_noise_std=0.7, std_type=std_type,
                  obs_normalization=True)
     cfg = RunnerConfig(num_steps_per_env=4, console=False, policy=PolicyConfig(**{**shape, **policy}),
                        ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=1))
-    return Runner(RandomEnv(), cfg)
+    return Runner(env or RandomEnv(), cfg)
 
 
 def rsl_rl_file(std_type: str) -> dict:
@@ -127,6 +127,32 @@ def test_fine_tuning_continues_rsl_rl_adam_state(tmp_path):
     fresh = runner_for()
     fresh.load(path, load_optimizer=False)
     assert not fresh.alg.optimizer.state  # a fresh optimizer
+
+
+class CountingEnv(RandomEnv):
+    """:class:`RandomEnv` with an env-side step counter, as Isaac Lab's ``common_step_counter``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.common_step_counter = 0
+
+    def step(self, actions: torch.Tensor) -> StepResult:
+        self.common_step_counter += 1
+        return super().step(actions)
+
+
+def test_the_envs_curriculum_clock_goes_on_from_the_files_iteration(tmp_path, capsys):
+    """rsl-rl-lib records its iteration (2) but no env step count: the env's counter goes on from 2
+    iterations of this runner's 4 steps, 8, where Isaac Lab's own resume would start it at 0."""
+    path = tmp_path / "model_2.pt"
+    torch.save(rsl_rl_file("scalar"), path)
+    env = CountingEnv()
+    runner = runner_for(env=env)
+    runner.load(path)
+    assert "continues at 8" in capsys.readouterr().out
+    assert env.common_step_counter == runner.env_steps == 8
+    runner.learn(1)
+    assert env.common_step_counter == runner.env_steps == 12
 
 
 @pytest.mark.parametrize("change, expected", [
