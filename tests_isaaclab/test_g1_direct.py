@@ -171,6 +171,36 @@ def test_observation_layout_is_the_mujoco_tasks_and_runner_trains():
         env.close()
 
 
+def test_a_run_on_a_new_env_continues_isaac_labs_step_counter(tmp_path):
+    """Isaac Lab's env saves no state of its own, so a resume builds a new env whose
+    ``common_step_counter`` (the clock of its curricula) is 0; the Runner sets it to the steps the
+    checkpoint's training took: the normalizer warm-up and one iteration, 8 + 8."""
+    from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
+
+    cfg = RunnerConfig(num_steps_per_env=8, console=False, save_interval=0,
+                       ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=1),
+                       policy=PolicyConfig(actor_hidden=(32,), critic_hidden=(32,)))
+    path = tmp_path / "model_1.pt"
+    env = build(4, 4)
+    try:
+        runner = Runner(env, cfg)
+        runner.learn(1)
+        assert runner.env_steps == env.unwrapped.common_step_counter == 16
+        runner.save(path)
+    finally:
+        env.close()
+    env = build(4, 4)
+    try:
+        assert env.unwrapped.common_step_counter == 0
+        runner = Runner(env, cfg)
+        runner.load(path)
+        assert env.unwrapped.common_step_counter == runner.env_steps == 16
+        runner.learn(1)
+        assert env.unwrapped.common_step_counter == 24
+    finally:
+        env.close()
+
+
 def test_the_reset_by_mask_steps_as_the_reset_by_ids():
     """The two reset paths are one task: with the same actions and a held command, every step's
     observations, rewards, flags and final observations agree (a fall at step 5, a time limit at 50).
