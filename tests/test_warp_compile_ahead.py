@@ -9,7 +9,11 @@ import pytest
 wp = pytest.importorskip("warp")
 torch = pytest.importorskip("torch")
 
-from isaac_adapter.backends.warp_stream import compile_recorded, launches_recorded  # noqa: E402
+from isaac_adapter.backends.warp_stream import (  # noqa: E402
+    compile_recorded,
+    launches_recorded,
+    python_attributes_restored,
+)
 
 
 @wp.kernel
@@ -33,6 +37,34 @@ def test_a_recorded_launch_runs_nothing_and_names_its_module() -> None:
     assert compile_recorded(seen + seen, workers=2) == 1  # one variant, however often it was seen
     wp.launch(_write_one, dim=4, inputs=[out], device="cpu")  # Warp's own launch is back
     assert out.numpy().tolist() == [1.0] * 4
+
+
+def test_python_attributes_are_put_back_as_they_were() -> None:
+    """What a recorded run of a program with Python state leaves behind (as Newton's step does: a
+    consumed set of pending changes, swapped buffers, a counter, a cache made on first use) is put
+    back: rebound names to their old objects, added names removed, containers refilled in place."""
+    class Manager:
+        pending = {"dof_properties"}
+        steps = 0
+
+    class Backend:
+        pass
+
+    backend = Backend()
+    state_0, state_1, callbacks = object(), object(), ["sensors"]
+    backend.state_0, backend.state_1, backend.callbacks = state_0, state_1, callbacks
+    pending = Manager.pending
+    with python_attributes_restored(Manager, backend, None):
+        Manager.pending.clear()  # emptied in place ...
+        Manager.pending = set()  # ... and rebound
+        Manager.steps += 1
+        Manager.cache = "made on first use"
+        backend.state_0, backend.state_1 = backend.state_1, backend.state_0
+        backend.callbacks.append("added while recording")
+    assert Manager.pending is pending and pending == {"dof_properties"} and Manager.steps == 0
+    assert not hasattr(Manager, "cache")
+    assert backend.state_0 is state_0 and backend.state_1 is state_1
+    assert backend.callbacks is callbacks and callbacks == ["sensors"]
 
 
 def test_the_backend_compiles_ahead_every_module_its_programs_load_and_the_steps_are_unchanged(monkeypatch) -> None:

@@ -51,11 +51,6 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
         device = device if sim != "mujoco" else "cpu"
         where = dict(num_envs=num_envs, seed=seed, device=device)
         cfg = replace(config, **where) if config is not None else walk_config(preset=spec.config_preset, **where)
-        if sim == "isaaclab":
-            from isaac_adapter.isaaclab.robot import task_unsupported
-
-            if (why := task_unsupported(cfg)) is not None:
-                raise UsageError(why)
     if sim in ("warp", "isaaclab"):
         from isaac_adapter.backends.warp_stream import forward_only_kernels, machine_code_kernels
 

@@ -1,7 +1,8 @@
 """Warp work recorded into a torch CUDA graph: shared by the MuJoCo Warp backend and Isaac Lab's
 Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either); the compile settings
 both start with (:func:`forward_only_kernels`, :func:`machine_code_kernels`); and the kernels of a
-program compiled side by side before it first runs (:func:`launches_recorded`, :func:`compile_recorded`)."""
+program compiled side by side before it first runs (:func:`launches_recorded`, :func:`compile_recorded`,
+and for a program that keeps state in Python, :func:`python_attributes_restored`)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,43 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
         types.array.__init__ = real["init"]
         types.array.zero_, types.array.fill_, types.array.assign = real["zero_"], real["fill_"], real["assign"]
         wp.capture_while, wp.capture_if, wp.copy = real["while"], real["if"], real["copy"]
+
+
+@contextmanager
+def python_attributes_restored(*owners: Any) -> Iterator[None]:
+    """On exit, every attribute of ``owners`` (objects or classes) is as it was on entry: one
+    rebound is bound to its old value again, one added is removed, and a set, dict or list is given
+    back its old items in place (so that other holders of it see them too).
+
+    A recorded run (:func:`launches_recorded`) runs a program's Python but none of its kernels, so
+    whatever the Python keeps about the work would be wrong afterwards: Newton's step, under Isaac
+    Lab, clears its pending model changes (whose kernels then never ran), swaps its two state
+    buffers, counts its solver steps and caches contact conversions. Each is an attribute of the
+    manager, its backend, solver, collision pipeline or contacts; an array changed in place by a
+    kernel is not (no kernel ran). Names starting with ``__`` are left alone.
+    """
+    def attributes(owner: Any) -> dict[str, Any]:
+        return {name: value for name, value in vars(owner).items() if not name.startswith("__")}
+
+    def contents(value: Any) -> Any:
+        return value.copy() if isinstance(value, (set, dict, list)) else None
+
+    kept = [(owner, {name: (value, contents(value)) for name, value in attributes(owner).items()})
+            for owner in owners if owner is not None]
+    try:
+        yield
+    finally:
+        for owner, before in kept:
+            for name in attributes(owner).keys() - before.keys():
+                delattr(owner, name)
+            for name, (value, items) in before.items():
+                if getattr(owner, name, None) is not value:
+                    setattr(owner, name, value)
+                if isinstance(value, (set, dict)):
+                    value.clear()
+                    value.update(items)
+                elif isinstance(value, list):
+                    value[:] = items
 
 
 def compile_recorded(seen: list[tuple[Any, Any, int | None]], workers: int) -> int:

@@ -40,6 +40,11 @@ With :attr:`G1WalkDirectEnv.cuda_graph` set (and the reset by mask), ``step`` is
 while torch records, Newton runs its decimation loop eagerly on torch's stream instead of launching
 its own Warp graph (a Warp graph cannot be launched inside a torch capture), and after each replay
 the host counters that the skipped Python would have advanced are advanced.
+
+With ``task.warp_compile_workers`` N > 0 the env runs one physics step with every Warp launch
+recorded instead of run and compiles the modules it named N at a time before the first real step
+(:meth:`G1WalkDirectEnv.compile_physics_ahead`); what Newton's Python keeps about that step is then
+put back, so the steps after are the same as without it.
 """
 
 from __future__ import annotations
@@ -59,7 +64,6 @@ from isaac_adapter.isaaclab.robot import (
     quat_wxyz,
     require_isaaclab,
     root_quat_wxyz,
-    task_unsupported,
 )
 from isaac_adapter.tasks.g1_walk import assets
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
@@ -83,7 +87,12 @@ from isaaclab_newton.physics import MJWarpSolverCfg, NewtonBuilderCfg, NewtonCfg
 from newton import ModelFlags  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
-from isaac_adapter.backends.warp_stream import warp_on_torch_stream  # noqa: E402
+from isaac_adapter.backends.warp_stream import (  # noqa: E402
+    compile_recorded,
+    launches_recorded,
+    python_attributes_restored,
+    warp_on_torch_stream,
+)
 from isaac_adapter.math import quat_apply  # noqa: E402
 
 TASK_ID = "G1-Walk-Direct-Isaac"
@@ -195,8 +204,6 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
         task.validate()
-        if (why := task_unsupported(task)) is not None:
-            raise ValueError(why)
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False
@@ -251,6 +258,41 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # record the whole step in one CUDA graph and replay it (CUDA, reset by mask; module docstring)
         self.cuda_graph = False
         self._step_graph: StepGraph | None = None
+        self.compiled_modules = self.compile_physics_ahead(task.warp_compile_workers) if task.warp_compile_workers else 0
+
+    def compile_physics_ahead(self, workers: int) -> int:
+        """Compile the Warp modules of one physics step ``workers`` at a time, before it first runs;
+        returns how many module variants were loaded.
+
+        Warp compiles a module at the first launch of one of its kernels, one after the other: a cold
+        first step compiles Newton's, MuJoCo Warp's and Isaac Lab's modules in a row. Here one
+        ``sim.step`` runs with every launch recorded instead of run
+        (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`), and the modules it named are
+        compiled side by side. That step's Python still ran: Newton consumed its pending model
+        changes, swapped its state buffers, counted the step and cached contact conversions, none of
+        whose kernels ran. So the attributes of the physics manager, its backend, solver, collision
+        pipeline and contacts, and of the simulation context, are put back as they were
+        (:func:`~isaac_adapter.backends.warp_stream.python_attributes_restored`), and the next step
+        is the one it would have been (the root pose after five steps equal to the bit on the CPU,
+        ``tests_isaaclab``). Newton's own CUDA graph is not captured inside the recorded step.
+        """
+        managers, i = [PhysicsManager], 0  # the class attributes of every physics manager (the active one is a subclass)
+        while i < len(managers):
+            managers += [sub for sub in managers[i].__subclasses__() if sub not in managers]
+            i += 1
+        owners = [*managers, self.sim, NewtonManager.backend, NewtonManager._solver,
+                  getattr(NewtonManager, "_collision_pipeline", None), NewtonManager._contacts]
+        cfg = getattr(self.sim.physics_manager, "_cfg", None)
+        own_graph = bool(getattr(cfg, "use_cuda_graph", False))
+        with python_attributes_restored(*owners), launches_recorded() as seen:
+            if own_graph:
+                cfg.use_cuda_graph = False
+            try:
+                self.sim.step(render=False)
+            finally:
+                if own_graph:
+                    cfg.use_cuda_graph = True
+        return compile_recorded(seen, workers)
 
     def _setup_scene(self) -> None:
         if self.cfg.self_collisions:  # the self-only colliders off the ground, before the model is finalized

@@ -104,15 +104,6 @@ def _task_model(model_variant: str) -> Any:
     return build_g1_model(model_variant, sim_dt=0.005)
 
 
-def task_unsupported(task: Any) -> str | None:
-    """Why ``G1WalkDirectEnv`` cannot run ``task`` (a ``G1WalkConfig``) as configured, in one line that
-    names the field and the fix; None when it can. Checked before anything is built."""
-    if task.warp_compile_workers:
-        return ("warp_compile_workers: the MuJoCo Warp backend's setting (on Isaac Lab, Newton's step did not "
-                "come out the same after a recorded run); set it to 0 on Isaac Lab")
-    return None
-
-
 def graph_unsupported(task: Any) -> str | None:
     """Why ``G1WalkDirectEnv`` cannot record its step in a CUDA graph for ``task`` (a ``G1WalkConfig``),
     in one line naming the fields and the fix; None when it can. Newton hands new masses, centres of

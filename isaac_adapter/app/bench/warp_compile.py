@@ -44,10 +44,9 @@ PTX row pays that second compilation as a fresh machine does.
 its first launch, one after the other (0), and with the MuJoCo Warp backend first running its
 programs once with every launch recorded instead of run, then compiling the modules they named 16
 at a time (``env.warp_compile_workers``; ``backends.warp_stream.launches_recorded``). Unlike ``--preload-workers``, which compiles MuJoCo Warp's named
-modules, this covers the per-model kernels too, which exist only once the model is known. Not on
-Isaac Lab: there a recorded run of Newton's step changed the steps after it (on the CPU, the root
-height after five steps 0.701 m against 0.733 m) although no state, control or MuJoCo Warp data
-array had changed; the cause is not found, so ``G1WalkDirectEnv`` refuses the setting.
+modules, this covers the per-model kernels too, which exist only once the model is known. With
+``--sim isaaclab``, ``G1WalkDirectEnv`` records one physics step of Newton's instead
+(``G1WalkDirectEnv.compile_physics_ahead``) and puts back what Newton's Python kept about it.
 
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
@@ -264,8 +263,6 @@ def main(argv: list[str] | None = None) -> None:
                 "default: run the two in separate commands")
     if any(workers < 0 for workers in args.compile_workers):
         p.error("--compile-workers must be >= 0 (0: each module compiles at its first launch)")
-    if args.sim != "warp" and args.compile_workers != [0]:
-        p.error("--compile-workers applies to the MuJoCo Warp backend: run it without --sim isaaclab")
     if args.training_start and args.sim != "warp":
         p.error("--training-start runs g1_walk.py on MuJoCo Warp; run it without --sim isaaclab")
     if args.one:

@@ -142,10 +142,10 @@ class G1WalkConfig:
     # how MuJoCo Warp collides the two foot boxes: "primitive" (MuJoCo's box-box algorithm, as on
     # the CPU) or "convex" (its general GJK/EPA path: one more kernel, the slowest of a cold build)
     warp_box_box: str = "primitive"
-    # MuJoCo Warp: compile the modules of its step, staging and reset programs this many at a time
-    # before they first run (backends.warp_stream.compile_recorded); 0 leaves it to Warp, which
-    # compiles each module at its first launch, one after the other. Isaac Lab refuses it (its
-    # Newton step does not come out the same after a recorded run)
+    # compile the Warp modules of the physics step (and on MuJoCo Warp, of its staging and reset
+    # programs) this many at a time before they first run (backends.warp_stream.compile_recorded;
+    # on Isaac Lab, G1WalkDirectEnv.compile_physics_ahead); 0 leaves it to Warp, which compiles each
+    # module at its first launch, one after the other
     warp_compile_workers: int = 0
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
