@@ -84,6 +84,44 @@ def test_the_robust_mode_prints_the_table_for_a_shipped_checkpoint(capsys) -> No
         assert name in out
 
 
+def test_several_seeds_run_the_gate_at_each_and_pass_only_if_every_seed_passes(tmp_path, capsys) -> None:
+    """``--seed 0 1``: each seed's record is the one a run at that seed alone writes, the exit status
+    is 1 unless every seed passed, and the closing row counts the seeds that passed."""
+    import json
+
+    from isaac_adapter.app.bench import g1_gate
+    common = [CHECKPOINT, "--robust", "--starts", "1", "--horizon-s", "0.5", "--physics-threads", "1"]
+    rc = g1_gate.main([*common, "--seed", "0", "1", "--json", str(tmp_path / "both.json")])
+    both = json.loads((tmp_path / "both.json").read_text())
+    alone = []
+    for seed in (0, 1):
+        g1_gate.main([*common, "--seed", str(seed), "--json", str(tmp_path / f"{seed}.json")])
+        alone.append(json.loads((tmp_path / f"{seed}.json").read_text()))
+    out = capsys.readouterr().out
+    assert [run["config"]["seed"] for run in both["seeds"]] == [0, 1]
+    for run, single in zip(both["seeds"], alone):
+        assert run["lines"] == single["lines"] and run["per_command"] == single["per_command"]
+    passed = [single["passed"] for single in alone]
+    assert both["passed"] == all(passed) and rc == (0 if all(passed) else 1)
+    assert f"robust gate: passed at {sum(passed)} of 2 seeds" in out
+
+
+def test_the_seeds_table_marks_each_failing_value() -> None:
+    from isaac_adapter.app.bench.g1_gate import seeds_table
+
+    def result(seed: int, falls: float, perf: float) -> GateResult:
+        lines = [GateLine("falls (battery, all starts)", falls, 1, "<="), GateLine("tracking perf (battery)", perf, 0.9, ">=")]
+        return GateResult(lines, {}, 0, robust_gate_config(seed=seed))
+
+    rows = seeds_table([(0, result(0, 1, 0.902)), (1, result(1, 2, 0.8998)), (2, result(2, 0, 0.95))]).splitlines()
+    assert rows[0].split()[:4] == ["seed", "falls", "tracking", "perf"]
+    assert rows[1].split() == ["limit", "<=", "1", ">=", "0.900"]
+    assert rows[2].split() == ["0", "1", "0.902", "PASS"]
+    assert rows[3].split() == ["1", "2*", "0.900*", "FAIL"]  # 0.8998 fails although it prints as 0.900
+    assert rows[4].split() == ["2", "0", "0.950", "PASS"]
+    assert rows[5] == "robust gate: passed at 2 of 3 seeds"
+
+
 def test_the_robust_gate_in_parts_keeps_only_the_parts_asked_for() -> None:
     """Every randomized field of the gate belongs to exactly one part, so all parts together are the
     whole gate; one part keeps its fields and nothing else; the recovery window comes with the pushes."""

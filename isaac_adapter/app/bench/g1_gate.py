@@ -5,6 +5,7 @@
     python benchmarks/g1_gate.py docs/checkpoints/g1_clock_it1296.pt --robust   # the robustness gate
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --sim isaaclab  # on Isaac Lab
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --only noise  # one part of it
+    python benchmarks/g1_gate.py docs/checkpoints/g1_robust_ft_it2200.pt --robust --seed 0 1 2  # does it hold?
 
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
 one seeded rollout on CPU MuJoCo (``--sim``: or MuJoCo Warp, or Isaac Lab's ``G1WalkDirectEnv``, on
@@ -14,7 +15,10 @@ with one torch thread (the policy is small; more threads beside MuJoCo's only sl
 the gate (measured value, threshold, PASS / FAIL) and the overall verdict. With ``--robust``, the robustness gate: the same battery, lines and thresholds under pushes (kicks of
 up to 0.5 m/s every 2-4 s), foot friction 0.4-1.2, link masses +-10 %, policy observation noise and
 a one-step action delay (``gate.ROBUST_GATE_RANDOMIZATION``). Definitions:
-:mod:`isaac_adapter.evaluation.gate`. Exit status 0 when the gate passes, 1 when it fails.
+:mod:`isaac_adapter.evaluation.gate`. With several ``--seed``, the gate again at each (other noisy
+starts, and under ``--robust`` other draws, kicks and noise), then one row per seed: a policy at the
+edge of a limit passes at some seeds and fails at others. Exit status 0 when the gate passes (at
+every seed given), 1 when it fails.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import torch
 
 from ppo_bootstrap.checkpoint import CheckpointError
 
-from isaac_adapter.evaluation.gate import ROBUST_GATE_PARTS, GateConfig, gate_checkpoint, robust_gate_config
+from isaac_adapter.evaluation.gate import ROBUST_GATE_PARTS, GateConfig, GateResult, gate_checkpoint, robust_gate_config
 from isaac_adapter.tasks.registry import UsageError
 
 GATE_SIMS = {"mujoco": "CPU MuJoCo", "warp": "MuJoCo Warp", "isaaclab": "Isaac Lab"}
@@ -60,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("checkpoint", help="a Runner checkpoint (model_<it>.pt) of a G1-Walk task")
     parser.add_argument("--starts", type=int, default=GateConfig.starts, help="noisy starts per command")
     parser.add_argument("--horizon-s", type=float, default=GateConfig.horizon_s)
-    parser.add_argument("--seed", type=int, default=GateConfig.seed)
+    parser.add_argument("--seed", type=int, nargs="+", default=[GateConfig.seed],
+                        help="the rollout's seed; several: the gate at each, and one row per seed")
     parser.add_argument("--physics-threads", type=int, default=0, help="0: every core")
     parser.add_argument("--progress", action="store_true", help="show the rollout's progress")
     parser.add_argument("--json", default=None, help="write the gate's lines and verdict here")
@@ -82,23 +87,60 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: --starts must be >= 1 and --horizon-s > 0, got {args.starts} and {args.horizon_s}")
     if args.only and not args.robust:
         raise SystemExit(f"error: --only {' '.join(args.only)}: parts of the robustness gate; add --robust")
-    settings = dict(starts=args.starts, horizon_s=args.horizon_s, seed=args.seed)
-    cfg = robust_gate_config(only=tuple(args.only) if args.only else None, **settings) if args.robust else GateConfig(**settings)
     make_env = env_builder(args.sim, args.device)
-    start = time.perf_counter()
-    result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress,
-                             make_env=make_env)
-    seconds = time.perf_counter() - start
     where = GATE_SIMS[args.sim] + ("" if args.sim == "mujoco" else f" ({args.device})")
-    print(f"{args.checkpoint}: {where}, {cfg.num_envs} envs, reference physics"
-          + (", randomized" if cfg.randomization.enabled else ""))
-    print(result.format())
-    print(f"build, rollout and judgment: {seconds:.1f} s")
+    records = []
+    for seed in args.seed:
+        settings = dict(starts=args.starts, horizon_s=args.horizon_s, seed=seed)
+        cfg = (robust_gate_config(only=tuple(args.only) if args.only else None, **settings) if args.robust
+               else GateConfig(**settings))
+        start = time.perf_counter()
+        result = gate_checkpoint(args.checkpoint, cfg, physics_threads=args.physics_threads, progress=args.progress,
+                                 make_env=make_env)
+        seconds = time.perf_counter() - start
+        print(f"{args.checkpoint}: {where}, {cfg.num_envs} envs, reference physics"
+              + (", randomized" if cfg.randomization.enabled else ""))
+        print(result.format())
+        print(f"build, rollout and judgment: {seconds:.1f} s")
+        records.append((seed, seconds, result))
+    if len(records) > 1:
+        print(seeds_table([(seed, result) for seed, _, result in records]))
     if args.json:
-        record = {"checkpoint": args.checkpoint, "sim": args.sim, "device": args.device, "seconds": seconds,
-                  **result.as_dict()}
+        runs = [{"checkpoint": args.checkpoint, "sim": args.sim, "device": args.device, "seconds": seconds,
+                 **result.as_dict()} for _, seconds, result in records]
+        record = runs[0] if len(runs) == 1 else {"checkpoint": args.checkpoint, "sim": args.sim, "device": args.device,
+                                                 "passed": all(run["passed"] for run in runs), "seeds": runs}
         Path(args.json).write_text(json.dumps(record, indent=1))
-    return 0 if result.passed else 1
+    return 0 if all(result.passed for _, _, result in records) else 1
+
+
+def seeds_table(results: list[tuple[int, GateResult]]) -> str:
+    """One row per seed: each line's value (``*`` where it fails its limit) and the verdict; then
+    at how many seeds the gate passed."""
+    lines = results[0][1].lines
+    heads = [_short(line.name) for line in lines]
+    widths = [max(len(head), 9) for head in heads]
+
+    def row(first: str, cells: list[str], last: str) -> str:
+        return f"{first:<6}" + "  ".join(f"{cell:>{width}}" for cell, width in zip(cells, widths)) + f"  {last}"
+
+    out = [row("seed", heads, "verdict"),
+           row("limit", [f"{line.op} {_value(line.name, line.threshold)} " for line in lines], "")]
+    for seed, result in results:
+        cells = [_value(line.name, line.value) + (" " if line.passed else "*") for line in result.lines]
+        out.append(row(str(seed), cells, "PASS" if result.passed else "FAIL"))
+    passed = sum(result.passed for _, result in results)
+    out.append(f"{results[0][1].config.name}: passed at {passed} of {len(results)} seeds")
+    return "\n".join(out)
+
+
+def _short(name: str) -> str:
+    """A gate line's name without its parenthesis (the column head)."""
+    return name.split(" (")[0].replace(" RMS", "")
+
+
+def _value(name: str, value: float) -> str:
+    return f"{value:.0f}" if name.startswith("falls") else f"{value:.3f}"
 
 
 def cli(argv: list[str] | None = None) -> None:
