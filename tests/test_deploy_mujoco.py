@@ -120,17 +120,20 @@ def test_the_exported_policy_walks_20_s_of_mixed_commands_without_a_fall(rollout
     assert sum(line.startswith("t ") for line in done.stdout.splitlines()) == 20  # a status line per second
 
 
-ROBUST_CHECKPOINT = ROOT / "docs" / "checkpoints" / "g1_robust_s1_it1300.pt"  # trained under domain randomization
+# trained under domain randomization: on MuJoCo Warp, and that one fine-tuned on CPU MuJoCo
+ROBUST_CHECKPOINTS = ("g1_robust_s1_it1300.pt", "g1_robust_ft_it2200.pt")
 
 
-def test_the_shipped_robust_policy_walks_the_same_commands_through_the_script(tmp_path):
+@pytest.mark.parametrize("name", ROBUST_CHECKPOINTS)
+def test_the_shipped_robust_policy_walks_the_same_commands_through_the_script(tmp_path, name):
     """The randomization-trained policy, exported as its training run would export it, walks the 20 s
     of mixed commands through the standalone script without a fall."""
-    cfg = checkpoint_walk_config(str(ROBUST_CHECKPOINT), num_envs=1)
+    path = ROOT / "docs" / "checkpoints" / name
+    cfg = checkpoint_walk_config(str(path), num_envs=1)
     assert cfg.randomization.enabled  # what it trained with; the script adds none of it
     env = G1WalkEnv(cfg)
     obs = env.reset(seed=0)
-    policy = checkpoint.load_policy(str(ROBUST_CHECKPOINT), obs, env.num_actions, torch.device("cpu"))
+    policy = checkpoint.load_policy(str(path), obs, env.num_actions, torch.device("cpu"))
     paths = export_deployment(policy, obs["policy"].shape[-1], cfg, tmp_path, "G1-Walk-Robust-v0")
     (tmp_path / "commands.txt").write_text(COMMANDS)
     done = _deploy(paths["deploy"], "--commands", "commands.txt", "--duration", "20")
