@@ -184,6 +184,10 @@ class GateLine:
     def passed(self) -> bool:
         return self.value <= self.threshold if self.op == "<=" else self.value >= self.threshold
 
+    def text(self, value: float) -> str:
+        """``value`` (this line's measure or its threshold) as the tables print it: falls whole."""
+        return f"{value:.0f}" if self.name.startswith("falls") else f"{value:.3f}"
+
 
 @dataclass
 class GateResult:
@@ -219,9 +223,8 @@ class GateResult:
                        "falls throughout")
         out += [f"{'line':<34} {'measured':>9} {'threshold':>11}  result", "-" * 64]
         for line in self.lines:
-            value = f"{line.value:.0f}" if line.name.startswith("falls") else f"{line.value:.3f}"
-            limit = f"{line.threshold:.0f}" if line.name.startswith("falls") else f"{line.threshold:.3f}"
-            out.append(f"{line.name:<34} {value:>9} {line.op + ' ' + limit:>11}  {'PASS' if line.passed else 'FAIL'}")
+            limit = f"{line.op} {line.text(line.threshold)}"
+            out.append(f"{line.name:<34} {line.text(line.value):>9} {limit:>11}  {'PASS' if line.passed else 'FAIL'}")
         out.append("-" * 64)
         out.append(f"{cfg.name:<34} {'':>9} {'':>11}  {'PASS' if self.passed else 'FAIL'}")
         if self.per_command:

@@ -125,9 +125,9 @@ def seeds_table(results: list[tuple[int, GateResult]]) -> str:
         return f"{first:<6}" + "  ".join(f"{cell:>{width}}" for cell, width in zip(cells, widths)) + f"  {last}"
 
     out = [row("seed", heads, "verdict"),
-           row("limit", [f"{line.op} {_value(line.name, line.threshold)} " for line in lines], "")]
+           row("limit", [f"{line.op} {line.text(line.threshold)} " for line in lines], "")]
     for seed, result in results:
-        cells = [_value(line.name, line.value) + (" " if line.passed else "*") for line in result.lines]
+        cells = [line.text(line.value) + (" " if line.passed else "*") for line in result.lines]
         out.append(row(str(seed), cells, "PASS" if result.passed else "FAIL"))
     passed = sum(result.passed for _, result in results)
     out.append(f"{results[0][1].config.name}: passed at {passed} of {len(results)} seeds")
@@ -137,10 +137,6 @@ def seeds_table(results: list[tuple[int, GateResult]]) -> str:
 def _short(name: str) -> str:
     """A gate line's name without its parenthesis (the column head)."""
     return name.split(" (")[0].replace(" RMS", "")
-
-
-def _value(name: str, value: float) -> str:
-    return f"{value:.0f}" if name.startswith("falls") else f"{value:.3f}"
 
 
 def cli(argv: list[str] | None = None) -> None:
