@@ -282,16 +282,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             i += 1
         owners = [*managers, self.sim, NewtonManager.backend, NewtonManager._solver,
                   getattr(NewtonManager, "_collision_pipeline", None), NewtonManager._contacts]
-        cfg = getattr(self.sim.physics_manager, "_cfg", None)
-        own_graph = bool(getattr(cfg, "use_cuda_graph", False))
-        with python_attributes_restored(*owners), launches_recorded() as seen:
-            if own_graph:
-                cfg.use_cuda_graph = False
-            try:
-                self.sim.step(render=False)
-            finally:
-                if own_graph:
-                    cfg.use_cuda_graph = True
+        with python_attributes_restored(*owners), self._newton_graph_off(), launches_recorded() as seen:
+            self.sim.step(render=False)
         return compile_recorded(seen, workers)
 
     def _setup_scene(self) -> None:
@@ -468,23 +460,30 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         return StepGraph(self, self._eager_step, self._newton_on_torch_stream, self._after_replay, counts_inside=True)
 
     @contextmanager
+    def _newton_graph_off(self, off: bool = True) -> Iterator[None]:
+        """With ``off``, Newton runs its decimation loop eagerly instead of capturing or launching its
+        own Warp graph, until the block ends (where its config asked for one)."""
+        cfg = getattr(self.sim.physics_manager, "_cfg", None)
+        own_graph = off and bool(getattr(cfg, "use_cuda_graph", False))
+        if own_graph:
+            cfg.use_cuda_graph = False
+        try:
+            yield
+        finally:
+            if own_graph:
+                cfg.use_cuda_graph = True
+
+    @contextmanager
     def _newton_on_torch_stream(self) -> Iterator[None]:
         # while torch records, Newton's decimation loop runs eagerly on torch's stream (its own Warp
         # graph cannot be launched inside the capture); outside a capture only the stream changes
-        manager = self.sim.physics_manager
-        cfg = getattr(manager, "_cfg", None)
-        own_graph = bool(getattr(cfg, "use_cuda_graph", False))
         recording = torch.cuda.is_current_stream_capturing()
         # the recording runs the step's Python but no step: the host clocks it advances are put back
         clocks = (self._sim_step_counter, PhysicsManager._sim_time)
-        if recording and own_graph:
-            cfg.use_cuda_graph = False
         try:
-            with warp_on_torch_stream(self.device):
+            with self._newton_graph_off(recording), warp_on_torch_stream(self.device):
                 yield
         finally:
-            if recording and own_graph:
-                cfg.use_cuda_graph = True
             if recording:
                 self._sim_step_counter, PhysicsManager._sim_time = clocks
 
