@@ -39,6 +39,34 @@ def test_a_recorded_launch_runs_nothing_and_names_its_module() -> None:
     assert out.numpy().tolist() == [1.0] * 4
 
 
+@wp.kernel
+def _write_two(out: wp.array(dtype=float)):
+    out[wp.tid()] = 2.0
+
+
+def test_an_occupancy_query_in_a_recorded_run_loads_its_module_for_real(monkeypatch) -> None:
+    """MuJoCo Warp's solver asks ``wp.get_suggested_block_size`` on CUDA before it launches; Warp
+    answers from the kernel's loaded machine code (on the CPU it answers (1, 1) without loading), so
+    inside a recording that one module must load for real. The stand-in does what Warp's query does
+    on CUDA: load the module, or raise."""
+    from warp._src import context
+
+    def query(kernel, device=None):  # noqa: ANN001, ANN202
+        if kernel.module.load(context.runtime.get_device(device)) is None:
+            raise RuntimeError(f"Failed to load module for kernel '{kernel.key}'")
+        return (256, 1)
+
+    monkeypatch.setattr(context, "get_suggested_block_size", query)
+    monkeypatch.setattr(wp, "get_suggested_block_size", query)
+    out = wp.zeros(4, dtype=float, device="cpu")
+    with launches_recorded() as seen:
+        assert wp.get_suggested_block_size(_write_two, "cpu") == (256, 1)
+        wp.launch(_write_two, dim=4, inputs=[out], device="cpu")
+    assert out.numpy().tolist() == [0.0] * 4  # the launch after the query still ran nothing
+    assert [module for module, _, _ in seen] == [_write_two.module]
+    assert wp.get_suggested_block_size is query and context.get_suggested_block_size is query  # put back
+
+
 def test_python_attributes_are_put_back_as_they_were() -> None:
     """What a recorded run of a program with Python state leaves behind (as Newton's step does: a
     consumed set of pending changes, swapped buffers, a counter, a cache made on first use) is put

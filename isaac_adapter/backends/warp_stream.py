@@ -76,8 +76,10 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
     (``capture_while`` / ``capture_if``) run their bodies once. Memory that existed before is not
     written: array copies, fills and zeroings into it are skipped (a program that zeroes a buffer
     before its kernels fill it would otherwise leave it zeroed), while arrays the program allocates
-    in here (a lazy first-call buffer it keeps) are initialised as it asks. Not thread-safe: no
-    other thread may use Warp meanwhile.
+    in here (a lazy first-call buffer it keeps) are initialised as it asks. An occupancy query
+    (``wp.get_suggested_block_size``, which MuJoCo Warp's solver and collision asks on CUDA before
+    it picks a block size) needs the kernel's machine code, so its module alone loads for real. Not
+    thread-safe: no other thread may use Warp meanwhile.
     """
     from warp._src import context, types
 
@@ -89,7 +91,7 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
 
     real = {"load": context.Module.load, "init": types.array.__init__, "zero_": types.array.zero_,
             "fill_": types.array.fill_, "assign": types.array.assign, "while": wp.capture_while,
-            "if": wp.capture_if, "copy": wp.copy}
+            "if": wp.capture_if, "copy": wp.copy, "occupancy": context.get_suggested_block_size}
 
     def record(module: Any, device: Any, block_dim: int | None = None, *args: Any, **kwargs: Any) -> None:
         seen.append((module, context.runtime.get_device(device), block_dim))
@@ -117,10 +119,18 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
             if callable(branch):
                 branch(**kwargs)
 
+    def occupancy(kernel: Any, device: Any = None) -> tuple[int, int]:
+        context.Module.load = real["load"]
+        try:
+            return real["occupancy"](kernel, device)
+        finally:
+            context.Module.load = record
+
     context.Module.load = record
     types.array.__init__ = init
     types.array.zero_, types.array.fill_, types.array.assign = (into_new(n) for n in ("zero_", "fill_", "assign"))
     wp.capture_while, wp.capture_if, wp.copy = body_once, branches_once, copy
+    wp.get_suggested_block_size = context.get_suggested_block_size = occupancy
     try:
         yield seen
     finally:
@@ -128,6 +138,7 @@ def launches_recorded() -> Iterator[list[tuple[Any, Any, int | None]]]:
         types.array.__init__ = real["init"]
         types.array.zero_, types.array.fill_, types.array.assign = real["zero_"], real["fill_"], real["assign"]
         wp.capture_while, wp.capture_if, wp.copy = real["while"], real["if"], real["copy"]
+        wp.get_suggested_block_size = context.get_suggested_block_size = real["occupancy"]
 
 
 @contextmanager
