@@ -31,6 +31,11 @@ class PPOConfig:
     entropy_coef: float = 0.008
     learning_rate: float = 1e-3
     max_grad_norm: float = 1.0
+    clip_grad_per_network: bool = False
+    """Clip the actor's gradient (its noise std with it) and the critic's to ``max_grad_norm`` each,
+    as rsl-rl-lib 4.x/5.x do (``RunnerConfig.from_rsl_rl`` sets it for their ``actor``/``critic``
+    configs). ``False``: one norm over both, as rsl-rl-lib 3.x's ``ActorCritic`` and the project's
+    recipes; there a large value-loss gradient shrinks the actor's step too."""
     schedule: Literal["adaptive", "fixed"] = "adaptive"
     """``adaptive``: scale the learning rate by 1.5 to keep the KL near ``desired_kl``."""
     desired_kl: float = 0.01
@@ -85,6 +90,8 @@ class PPOConfig:
         if self.normalize_advantage_per_mini_batch and not self.normalize_advantage:
             raise ValueError("normalize_advantage_per_mini_batch=True needs normalize_advantage=True (it says where "
                              "the advantages are normalized, not whether)")
+        if not isinstance(self.clip_grad_per_network, bool):
+            raise ValueError(f"clip_grad_per_network must be True or False, got {self.clip_grad_per_network!r}")
         if not isinstance(self.bf16_update, bool):
             raise ValueError(f"bf16_update must be True or False, got {self.bf16_update!r}")
         if not isinstance(self.symmetry_augmentation, bool):
@@ -123,6 +130,8 @@ class PPO:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.lr.clone(), fused=True, capturable=True)
         else:
             self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+        # the parameter sets whose gradient norms are clipped, each to max_grad_norm
+        self._clip_groups = policy.parameter_groups() if cfg.clip_grad_per_network else (list(policy.parameters()),)
         self._graph: _GraphedStep | None = None
         self.storage: RolloutStorage | None = None
         self.states: tuple[State, State] = (None, None)
@@ -359,9 +368,15 @@ class PPO:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         distributed.average_gradients_(self.policy.parameters())
-        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        self._clip_gradients()
         self.optimizer.step()
         return torch.stack([terms[k] for k in ("value", "surrogate", "entropy", "kl", "symmetry")]).detach()
+
+    def _clip_gradients(self) -> None:
+        """Scale the gradients so that each clipped set's norm is at most ``max_grad_norm``: the whole
+        policy's, or the actor's and the critic's each (``clip_grad_per_network``)."""
+        for params in self._clip_groups:
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
 
     def _adapt_learning_rate(self, kl: torch.Tensor) -> None:
         """Divide the learning rate by 1.5 when KL > 2 x target, multiply when 0 < KL < target / 2."""

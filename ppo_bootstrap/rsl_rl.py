@@ -62,8 +62,9 @@ rsl_rl field                                           ppo_bootstrap ``PolicyCon
 
 Algorithm (``RslRlPpoAlgorithmCfg``) onto ``PPOConfig``: ``num_learning_epochs``,
 ``num_mini_batches``, ``clip_param``, ``gamma``, ``lam``, ``value_loss_coef``,
-``use_clipped_value_loss``, ``entropy_coef``, ``learning_rate``, ``max_grad_norm`` (one norm over
-actor and critic together; rsl-rl-lib 5 clips each network's own), ``normalize_advantage_per_mini_batch``
+``use_clipped_value_loss``, ``entropy_coef``, ``learning_rate``, ``max_grad_norm`` (for each network
+on its own, as rsl-rl-lib 4.x/5.x clip their ``actor`` and ``critic``: ``clip_grad_per_network``; one
+norm over both for 3.x's ``policy``), ``normalize_advantage_per_mini_batch``
 under the same names; ``schedule`` and ``desired_kl`` too (``desired_kl=None`` means ``fixed``, as
 in rsl-rl-lib). ``symmetry_cfg``: ``use_data_augmentation`` -> ``symmetry_augmentation``,
 ``use_mirror_loss`` with ``mirror_loss_coeff`` -> ``symmetry_loss_coef``; the mirror is the env's
@@ -220,7 +221,8 @@ def runner_config_kwargs(agent_cfg: Any) -> dict[str, Any]:
         "num_steps_per_env": int(_get(fields, "num_steps_per_env", "")),
         "save_interval": int(_get(fields, "save_interval", "")),
         "policy": policy,
-        "ppo": _ppo_config(algorithm, policy),
+        # rsl-rl-lib 4.x/5.x (actor and critic models) clip each network's gradient; 3.x's one ActorCritic, both at once
+        "ppo": _ppo_config(algorithm, policy, per_network=_unset(fields.get("policy", dataclasses.MISSING))),
     }
     for name, target in (("max_iterations", "max_iterations"), ("seed", "seed"), ("check_for_nan", "validate_env_output")):
         if not _unset(fields.get(name, dataclasses.MISSING)):
@@ -409,7 +411,7 @@ def _policy_config(fields: Mapping[str, Any]) -> PolicyConfig:
         raise RslRlConfigError("actor", str(err)) from err
 
 
-def _ppo_config(fields: Mapping[str, Any], policy: PolicyConfig) -> PPOConfig:
+def _ppo_config(fields: Mapping[str, Any], policy: PolicyConfig, per_network: bool) -> PPOConfig:
     where = "algorithm."
     _check_names(fields, set(RSL_RL_PPO_DEFAULTS), where)
     algorithm = _class_name(fields.get("class_name", "PPO"))
@@ -432,6 +434,7 @@ def _ppo_config(fields: Mapping[str, Any], policy: PolicyConfig) -> PPOConfig:
     else:
         kwargs["desired_kl"] = float(desired_kl)
     kwargs["schedule"] = schedule
+    kwargs["clip_grad_per_network"] = per_network
     kwargs.update(_symmetry(fields.get("symmetry_cfg")))
     if kwargs["symmetry_augmentation"] or kwargs["symmetry_loss_coef"]:
         if policy.recurrent is not None:

@@ -124,7 +124,7 @@ def test_every_mapped_field_lands_where_it_should(form):
     assert cfg.ppo == PPOConfig(num_learning_epochs=3, num_mini_batches=7, clip_param=0.15, gamma=0.97, lam=0.9,
                                 value_loss_coef=0.7, use_clipped_value_loss=False, entropy_coef=0.004,
                                 learning_rate=3e-4, max_grad_norm=0.5, schedule="fixed", desired_kl=0.02,
-                                normalize_advantage_per_mini_batch=True)
+                                normalize_advantage_per_mini_batch=True, clip_grad_per_network=True)
     assert cfg.ppo.timeout_bootstrap == "exact"
     assert env_obs_groups(agent) == {"policy": "policy", "critic": "critic"}
 
@@ -164,9 +164,11 @@ def test_legacy_spellings():
               "rnn_type": "GRU", "rnn_hidden_dim": 20, "rnn_num_layers": 2}
     agent = OnPolicyRunnerCfg(actor=MISSING, critic=MISSING, policy=legacy, empirical_normalization=True,
                               obs_groups={"policy": ["policy"], "critic": ["policy"]})
-    assert RunnerConfig.from_rsl_rl(agent).policy == PolicyConfig(
+    cfg = RunnerConfig.from_rsl_rl(agent)
+    assert cfg.policy == PolicyConfig(
         actor_hidden=(16,), critic_hidden=(24, 8), activation="silu", init_noise_std=0.9, std_type="scalar",
         obs_normalization=True, recurrent="gru", rnn_hidden=20, rnn_layers=2)
+    assert cfg.ppo.clip_grad_per_network is False  # 3.x's one ActorCritic clips its whole gradient at once
     assert env_obs_groups(agent) == {"policy": "policy"}  # the critic reads the actor's group
 
 

@@ -37,7 +37,8 @@ def test_g1_flat_agent_config_maps_field_by_field():
                                 use_clipped_value_loss=a.use_clipped_value_loss, entropy_coef=a.entropy_coef,
                                 learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm, schedule=a.schedule,
                                 desired_kl=a.desired_kl,
-                                normalize_advantage_per_mini_batch=a.normalize_advantage_per_mini_batch)
+                                normalize_advantage_per_mini_batch=a.normalize_advantage_per_mini_batch,
+                                clip_grad_per_network=True)  # rsl-rl-lib 5's PPO clips actor and critic each
     assert env_obs_groups(agent) == {"policy": "policy"}  # the G1 critic reads the actor's group
     # the dict train.py hands OnPolicyRunner, and the config after Isaac Lab's own version handling
     assert RunnerConfig.from_rsl_rl(agent.to_dict()) == cfg

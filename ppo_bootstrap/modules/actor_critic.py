@@ -164,6 +164,12 @@ class ActorCritic(nn.Module):
     def is_recurrent(self) -> bool:
         return self.cfg.recurrent is not None
 
+    def parameter_groups(self) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+        """(the actor's parameters with its noise std, the critic's): every parameter, once."""
+        critic = list(self.critic.parameters())
+        in_critic = {id(p) for p in critic}
+        return [p for p in self.parameters() if id(p) not in in_critic], critic
+
     def initial_state(self, n: int, device: torch.device) -> tuple[State, State]:
         """Zero (actor, critic) states for ``n`` envs."""
         return self.actor.initial_state(n, device), self.critic.initial_state(n, device)
