@@ -33,6 +33,9 @@ the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
 env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``).
+``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
+trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
+overrides it started with.
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -284,11 +287,17 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     final policy judged by the same evaluator on this env."""
     from ppo_bootstrap import Runner, RunnerConfig
 
-    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
+    from isaac_adapter.app.overrides import OverrideError, set_overrides
+    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, velocity_g1_env_cfg
 
     out = Path(args.out)
     t = elapsed()
-    env = make_velocity_g1_env(args.task, num_envs=args.num_envs, device=args.device)
+    env_cfg = velocity_g1_env_cfg(args.task, num_envs=args.num_envs, device=args.device)
+    try:
+        set_overrides("env", env_cfg, args.env_overrides)  # the same change for both trainers
+    except OverrideError as err:
+        raise SystemExit(f"isaaclab_g1.py: error: {err}") from None
+    env = make_velocity_g1_env(args.task, env_cfg=env_cfg)
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
@@ -528,6 +537,9 @@ def main() -> None:
     parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
+    parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",
+                        help="flat: changes to the task's env cfg for both trainers, as Isaac Lab's train.py takes them "
+                             "(env.rewards.feet_air_time.weight=1.5)")
     args = parser.parse_args()
     if args.phase == "table":
         print_tables(Path(args.out or args.out_dir))
@@ -535,6 +547,12 @@ def main() -> None:
     args.out = args.out_dir
     if args.rsl_iterations is None:
         args.rsl_iterations = args.iterations
+    earlier = Path(args.out) / f"{args.phase}.json"
+    if args.phase == "flat" and earlier.exists():  # a run goes on only with the env it started with
+        recorded = json.loads(earlier.read_text()).get("args", {}).get("env_overrides", [])
+        if recorded != args.env_overrides:
+            parser.error(f"--env-overrides {' '.join(args.env_overrides) or '(none)'}: {earlier} was trained with "
+                         f"{' '.join(recorded) or 'none'}; give the same, or another --out")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     result = run_direct(args) if args.phase == "direct" else run_flat(args)

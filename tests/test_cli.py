@@ -47,8 +47,9 @@ def one_line_error(argv: list[str], monkeypatch) -> str:
     (["agent.ppo.learning_rate=fast"], "override agent.ppo.learning_rate: expected a number, got 'fast'"),
     (["agent.ppo.gamma=1.5"], "override agent.ppo.gamma=1.5: gamma and lam must lie in [0, 1]"),
     (["env.lin_vel_y_range=[0.5,-0.5]"], "override env.lin_vel_y_range=[0.5, -0.5]: lin_vel_y_range must be finite (low, high) with low <= high"),
-    (["--task", "Isaac-Velocity-Flat-G1", "env.sim_dt=0.004"],
-     "env.sim_dt=0.004: Isaac-Velocity-Flat-G1 takes its env configuration from its own simulator; env.* overrides are for the G1-Walk tasks"),
+    (["--task", "Mjlab-Velocity-Flat-Unitree-G1", "env.sim_dt=0.004"],
+     "env.sim_dt=0.004: env.* overrides are for the G1-Walk tasks and Isaac Lab's own tasks; "
+     "Mjlab-Velocity-Flat-Unitree-G1 on --sim mjlab takes none"),
     (["--play", "nowhere.pt"], "--play nowhere.pt: no such checkpoint"),
     (["--task", "G1-Walk-Clock-Fast-v1", "--num-steps-per-env", "0"],
      "--num-steps-per-env 0: a PPO iteration needs at least 1 env step per env (the G1 recipes use 12 or 24)"),

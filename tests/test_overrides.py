@@ -94,3 +94,56 @@ def test_the_learner_config_validates_again():
     assert out.ppo == PPOConfig(num_mini_batches=8, schedule="fixed")
     with pytest.raises(OverrideError, match="schedule must be 'adaptive' or 'fixed'"):
         apply_overrides({"agent": RunnerConfig()}, ["agent.ppo.schedule=cosine"])
+
+
+# -- a simulator's own env cfg, changed in place (Isaac Lab's configclass: nested dataclasses, dict params)
+
+@dataclass
+class Term:
+    weight: float = 0.75
+    params: dict = field(default_factory=lambda: {"threshold": 0.4, "sensor": "feet"})
+
+
+@dataclass
+class Rewards:
+    feet_air_time: Term | None = field(default_factory=Term)
+    feet_slide: Term | None = field(default_factory=lambda: Term(weight=-0.1))
+
+
+@dataclass
+class SimEnvCfg:
+    rewards: Rewards = field(default_factory=Rewards)
+    episode_length_s: float = 20.0
+
+
+def test_a_simulators_env_cfg_is_changed_in_place_through_fields_and_dict_keys():
+    from isaac_adapter.app.overrides import set_overrides
+
+    cfg = SimEnvCfg()
+    rewards, term = cfg.rewards, cfg.rewards.feet_air_time
+    set_overrides("env", cfg, ["env.rewards.feet_air_time.weight=2", "env.rewards.feet_air_time.params.threshold=5e-1",
+                               "env.rewards.feet_slide=null", "env.episode_length_s=10"])
+    assert cfg.rewards is rewards and cfg.rewards.feet_air_time is term  # the same objects, changed
+    assert (term.weight, type(term.weight)) == (2.0, float)
+    assert term.params == {"threshold": 0.5, "sensor": "feet"}
+    assert cfg.rewards.feet_slide is None and cfg.episode_length_s == 10.0
+
+
+@pytest.mark.parametrize("override, message", [
+    ("env.rewards.feet_air_tim.weight=1", "override env.rewards.feet_air_tim.weight: Rewards has no field "
+                                          "'feet_air_tim'; did you mean feet_air_time?"),
+    ("env.rewards.feet_air_time.params.treshold=1", "override env.rewards.feet_air_time.params.treshold: dict has no "
+                                                     "field 'treshold'; did you mean threshold?"),
+    ("env.rewards.feet_air_time.weight=much", "override env.rewards.feet_air_time.weight: expected a number, got 'much'"),
+    ("env.rewards.feet_air_time=1.0", "override env.rewards.feet_air_time: a group of fields; set one of them"),
+    ("env.episode_length_s.x=1", "override env.episode_length_s.x: env.episode_length_s is a value, not a group"),
+    ("agent.ppo.gamma=0.9", "override agent.ppo.gamma: keys start with env."),
+])
+def test_every_in_place_mistake_is_one_line_naming_the_key(override, message):
+    from isaac_adapter.app.overrides import set_overrides
+
+    cfg = SimEnvCfg()
+    with pytest.raises(OverrideError) as err:
+        set_overrides("env", cfg, [override])
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert cfg == SimEnvCfg()  # nothing changed

@@ -131,6 +131,20 @@ def test_the_flat_task_ends_below_the_evaluation_height_and_rough_by_tilt_only()
     assert rough.terminations.bad_orientation.params["limit_angle"] == pytest.approx(fall_limit_angle(0.8))
 
 
+def test_env_overrides_change_the_tasks_own_cfg_as_train_py_takes_them():
+    """``env.KEY=VALUE`` on Isaac Lab's own task: a reward weight, a term's param, a term dropped."""
+    from isaac_adapter.app.overrides import OverrideError, set_overrides
+
+    cfg = velocity_g1_env_cfg("Isaac-Velocity-Flat-G1", num_envs=2, device="cpu")
+    assert (cfg.rewards.feet_air_time.weight, cfg.rewards.feet_air_time.params["threshold"]) == (0.75, 0.4)  # the task's
+    set_overrides("env", cfg, ["env.rewards.feet_air_time.weight=1.5", "env.rewards.feet_air_time.params.threshold=0.5",
+                               "env.rewards.feet_slide=null"])
+    assert (cfg.rewards.feet_air_time.weight, cfg.rewards.feet_air_time.params["threshold"]) == (1.5, 0.5)
+    assert cfg.rewards.feet_slide is None
+    with pytest.raises(OverrideError, match="G1Rewards has no field 'feet_air_tim'; did you mean feet_air_time"):
+        set_overrides("env", cfg, ["env.rewards.feet_air_tim.weight=1"])
+
+
 def test_fall_angle_is_the_task_tilt_threshold():
     """tilt_xy = g_x^2 + g_y^2 = sin^2(angle): 0.8 is reached at asin(sqrt(0.8)) = 1.1071 rad (63.43 deg)."""
     angle = fall_limit_angle(0.8)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from isaac_adapter.app.overrides import OverrideError, set_overrides
 from isaac_adapter.tasks.registry import SIMS, TaskSpec, UsageError, _installed
 
 
@@ -35,10 +36,23 @@ def check_sim(sim: str) -> None:
         raise UsageError(f"--sim must be one of auto, {', '.join(SIMS)}; got {sim!r}")
 
 
-def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None) -> Any:
+def check_env_overrides(spec: TaskSpec, sim: str, env_overrides: list[str] | None) -> None:
+    """Raise :class:`UsageError` when ``env_overrides`` (for a simulator's own task) cannot be taken:
+    Isaac Lab's tasks take them into their env cfg, mjlab's none yet."""
+    if env_overrides and not spec.is_g1_walk and sim != "isaaclab":
+        raise UsageError(f"{env_overrides[0]}: env.* overrides are for the G1-Walk tasks and Isaac Lab's own tasks; "
+                         f"{spec.id} on --sim {sim} takes none (agent.* overrides work for every task)")
+
+
+def make_env(
+    spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None,
+    env_overrides: list[str] | None = None,
+) -> Any:
     """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``config``: the project's task
     only, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's recorded
     one, overrides applied) instead of the task's preset; ``num_envs``, ``seed`` and ``device`` win.
+    ``env_overrides``: Isaac Lab's own tasks only, ``env.KEY=VALUE`` set on the task's env cfg
+    before the env is built, as Isaac Lab's ``train.py`` takes them.
     On Warp-based simulators the kernels are compiled without adjoints (nothing here differentiates
     through the physics; :func:`~isaac_adapter.backends.warp_stream.forward_only_kernels`) and, on a
     GPU, straight to machine code (:func:`~isaac_adapter.backends.warp_stream.machine_code_kernels`)."""
@@ -66,10 +80,16 @@ def make_env(spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0
         return G1WalkEnv(cfg, backend=sim)
     if config is not None:
         raise UsageError(f"{spec.id} takes its configuration from its own simulator, not a G1WalkConfig")
+    check_env_overrides(spec, sim, env_overrides)
     if sim == "isaaclab":
-        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env
+        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, velocity_g1_env_cfg
 
-        return make_velocity_g1_env(spec.id, num_envs=num_envs, device=device)
+        env_cfg = velocity_g1_env_cfg(spec.id, num_envs=num_envs, device=device)
+        try:
+            set_overrides("env", env_cfg, list(env_overrides or ()))
+        except OverrideError as err:
+            raise UsageError(str(err)) from None
+        return make_velocity_g1_env(spec.id, env_cfg=env_cfg)
     if sim == "mjlab":
         from mjlab.envs import ManagerBasedRlEnv
         from mjlab.tasks.registry import load_env_cfg

@@ -6,6 +6,11 @@ field it replaces (a list for a tuple field becomes a tuple, an int for a float 
 the dataclass is rebuilt with :func:`dataclasses.replace`, so its own validation runs again. Every
 mistake is one :class:`OverrideError` line naming the key: an unknown field (with the fields it
 could have meant), a value of the wrong type, or one the config refuses.
+
+A simulator's own env cfg (Isaac Lab's ``configclass``: nested dataclasses, with dicts such as a
+reward term's ``params``) is changed in place instead, as Isaac Lab's ``train.py`` applies Hydra
+overrides to it: ``env.rewards.feet_air_time.weight=1.5``, ``env.rewards.feet_air_time.params.threshold=0.5``,
+``env.rewards.feet_slide=null`` (a term set to null is off).
 """
 
 from __future__ import annotations
@@ -63,6 +68,12 @@ def _convert(value: Any, current: Any, key: str) -> Any:
     return value
 
 
+def _no_field(config: Any, head: str, names: list[str], full: str) -> OverrideError:
+    close = difflib.get_close_matches(head, names, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; fields: {', '.join(names)}"
+    return OverrideError(f"override {full}: {type(config).__name__} has no field {head!r}{hint}")
+
+
 def apply_override(config: Any, key: str, value: Any, prefix: str = "") -> Any:
     """A copy of dataclass ``config`` with the field at dotted ``key`` set to ``value``.
 
@@ -72,9 +83,7 @@ def apply_override(config: Any, key: str, value: Any, prefix: str = "") -> Any:
     full = f"{prefix}{key}"
     names = [f.name for f in dataclasses.fields(config)]
     if head not in names:
-        close = difflib.get_close_matches(head, names, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; fields: {', '.join(names)}"
-        raise OverrideError(f"override {full}: {type(config).__name__} has no field {head!r}{hint}")
+        raise _no_field(config, head, names, full)
     current = getattr(config, head)
     if rest:
         if not dataclasses.is_dataclass(current):
@@ -105,3 +114,40 @@ def apply_overrides(configs: dict[str, Any], overrides: list[str]) -> dict[str, 
             raise OverrideError(f"override {key}: this run has no {root} config to change")
         out[root] = apply_override(out[root], path, value, prefix=f"{root}.")
     return out
+
+
+def _is_group(value: Any) -> bool:
+    return isinstance(value, dict) or (dataclasses.is_dataclass(value) and not isinstance(value, type))
+
+
+def set_override(config: Any, key: str, value: Any, prefix: str = "") -> None:
+    """Set the field (or dict key) at dotted ``key`` of ``config`` to ``value`` in place, converted to
+    the type of the value it replaces; ``None`` may replace a whole group (Isaac Lab: a term off)."""
+    head, _, rest = key.partition(".")
+    full = f"{prefix}{key}"
+    names = [str(k) for k in config] if isinstance(config, dict) else [f.name for f in dataclasses.fields(config)]
+    if head not in names:
+        raise _no_field(config, head, names, full)
+    current = config[head] if isinstance(config, dict) else getattr(config, head)
+    if rest:
+        if not _is_group(current):
+            raise OverrideError(f"override {full}: {prefix}{head} is a value, not a group of fields")
+        set_override(current, rest, value, prefix=f"{prefix}{head}.")
+        return
+    if _is_group(current) and value is not None:
+        raise OverrideError(f"override {full}: a group of fields; set one of them ({full}.<field>=...) or null to drop it")
+    new = value if _is_group(current) else _convert(value, current, full)
+    if isinstance(config, dict):
+        config[head] = new
+    else:
+        setattr(config, head, new)
+
+
+def set_overrides(root: str, config: Any, overrides: list[str]) -> None:
+    """Apply ``overrides`` (``"<root>.path=value"``, each of them) to ``config`` in place."""
+    for text in overrides:
+        key, value = parse_override(text)
+        head, _, path = key.partition(".")
+        if head != root or not path:
+            raise OverrideError(f"override {key}: keys start with {root}.")
+        set_override(config, path, value, prefix=f"{root}.")

@@ -79,16 +79,15 @@ def train(args: Args) -> Runner:
     if ckpt is not None and spec.is_g1_walk and recorded is None:
         recorded = registry.checkpoint_task(ckpt, str(start))
     del ckpt
-    env_overrides = [o for o in args.overrides if o.startswith("env.")]
-    if env_overrides and not spec.is_g1_walk:
-        raise UsageError(f"{env_overrides[0]}: {spec.id} takes its env configuration from its own simulator; "
-                         "env.* overrides are for the G1-Walk tasks (agent.* overrides work for every task)")
+    # the G1-Walk tasks take env.* into their own config; a simulator's own task, into its env cfg (make_env)
+    sim_overrides = [] if spec.is_g1_walk else [o for o in args.overrides if o.startswith("env.")]
     symmetry = args.symmetry or spec.symmetry
     if symmetry != "off" and not spec.is_g1_walk:
         raise UsageError(f"--symmetry {symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
     if args.symmetry_loss_coef is not None and symmetry not in ("loss", "both"):
         raise UsageError(f"{args.flag('symmetry_loss_coef')} needs --symmetry loss or both ({spec.id}: {symmetry})")
     sim, env_device = registry.resolve(spec, args.sim, args.device)
+    envs.check_env_overrides(spec, sim, sim_overrides)
     envs.check_sim(sim)
     if args.video is not None:
         from isaac_adapter.app.play import check_clip
@@ -136,7 +135,7 @@ def train(args: Args) -> Runner:
         cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
     if args.torch_threads:  # else the Runner would set its own choice over the flag's
         cfg = dataclasses.replace(cfg, torch_threads=args.torch_threads)
-    configs = apply_overrides({"env": task_cfg, "agent": cfg}, args.overrides)
+    configs = apply_overrides({"env": task_cfg, "agent": cfg}, [o for o in args.overrides if o not in sim_overrides])
     task_cfg, cfg = configs["env"], configs["agent"]
     if args.cuda_graph_step and sim == "isaaclab" and task_cfg is not None:  # before Isaac Lab is imported
         from isaac_adapter.isaaclab.robot import graph_unsupported
@@ -144,7 +143,8 @@ def train(args: Args) -> Runner:
         if (why := graph_unsupported(task_cfg)) is not None:
             raise UsageError(why)
     env_start = time.perf_counter()
-    env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg)
+    env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg,
+                        env_overrides=sim_overrides)
     env_done = time.perf_counter()
     if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
         env.validate_actions = not args.no_validate

@@ -99,13 +99,19 @@ def velocity_g1_env_cfg(
     return cfg
 
 
-def make_velocity_g1_env(task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = 100.0, **cfg: Any) -> Any:
-    """Build the task (``cfg``: the arguments of :func:`velocity_g1_env_cfg`) and wrap it as a
-    :class:`ppo_bootstrap.env.VecEnv` (``IsaacLabVecEnv``, final observations from
-    ``extras["final_obs"]``). ``clip_actions`` is the task's rsl_rl setting."""
+def make_velocity_g1_env(
+    task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = 100.0, env_cfg: Any = None, **cfg: Any
+) -> Any:
+    """Build the task (``cfg``: the arguments of :func:`velocity_g1_env_cfg`; or ``env_cfg``, one that
+    function made and the caller changed) and wrap it as a :class:`ppo_bootstrap.env.VecEnv`
+    (``IsaacLabVecEnv``, final observations from ``extras["final_obs"]``). ``clip_actions`` is the
+    task's rsl_rl setting."""
     import gymnasium as gym
 
     from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv
 
-    env_cfg = velocity_g1_env_cfg(task, **cfg)
+    if env_cfg is None:
+        env_cfg = velocity_g1_env_cfg(task, **cfg)
+    elif cfg:
+        raise ValueError(f"give either env_cfg or the arguments of velocity_g1_env_cfg, not both ({sorted(cfg)})")
     return IsaacLabVecEnv(gym.make(task, cfg=env_cfg), clip_actions=clip_actions)
