@@ -288,7 +288,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     from ppo_bootstrap import Runner, RunnerConfig
 
     from isaac_adapter.app.overrides import OverrideError, set_overrides
-    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, velocity_g1_env_cfg
+    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, registered_agent_cfg, velocity_g1_env_cfg
 
     out = Path(args.out)
     t = elapsed()
@@ -306,10 +306,9 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     log(f"{args.task} built: {args.num_envs} envs in {result['build_s']} s")
 
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
-    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
 
     version = check_rsl_rl_version()
-    agent = load_cfg_from_registry(args.task, "rsl_rl_cfg_entry_point")
+    agent = registered_agent_cfg(args.task)
     agent.device = args.device
     agent.seed = args.seed
     agent.save_interval = args.save_interval

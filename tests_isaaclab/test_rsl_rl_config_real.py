@@ -5,6 +5,7 @@ Needs Isaac Lab (``isaaclab_rl``, ``isaaclab_tasks``) and rsl-rl-lib; no simulat
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 
 import pytest
@@ -43,6 +44,22 @@ def test_g1_flat_agent_config_maps_field_by_field():
     # the dict train.py hands OnPolicyRunner, and the config after Isaac Lab's own version handling
     assert RunnerConfig.from_rsl_rl(agent.to_dict()) == cfg
     assert RunnerConfig.from_rsl_rl(handle_deprecated_rsl_rl_cfg(G1FlatPPORunnerCfg(), importlib.metadata.version("rsl-rl-lib"))) == cfg
+
+
+def test_the_app_trains_isaac_labs_own_task_with_its_registered_agent_config():
+    """``examples/g1_walk.py --task Isaac-Velocity-Flat-G1`` takes the agent config Isaac Lab registers
+    for the task (as Isaac Lab's train.py does), with the command line's flags on top."""
+    from isaac_adapter.app.args import parse
+    from isaac_adapter.app.train import isaaclab_agent_config
+    from isaac_adapter.tasks import registry
+
+    spec = registry.get_task("Isaac-Velocity-Flat-G1")
+    cfg, iterations = isaaclab_agent_config(spec, parse("train", ["--seed", "3", "--timeout_bootstrap", "state_value"]))
+    expected = RunnerConfig.from_rsl_rl(G1FlatPPORunnerCfg())
+    assert iterations == G1FlatPPORunnerCfg().max_iterations == 1500
+    assert (cfg.policy, cfg.num_steps_per_env) == (expected.policy, 24)
+    assert (cfg.seed, cfg.ppo.timeout_bootstrap) == (3, "state_value")  # the flags win
+    assert cfg.ppo == dataclasses.replace(expected.ppo, timeout_bootstrap="state_value")
 
 
 class _Env:

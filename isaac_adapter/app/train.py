@@ -65,6 +65,24 @@ def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: r
     return stored_config(params, spec.config_preset) if recorded_spec.id == spec.id and params else None
 
 
+def isaaclab_agent_config(spec: registry.TaskSpec, args: Args) -> tuple[RunnerConfig, int | None]:
+    """Isaac Lab's own task trains with the rsl_rl agent config Isaac Lab registers for it, as its
+    ``train.py`` does (:meth:`RunnerConfig.from_rsl_rl`), the command line's flags on top; returns it
+    and the agent's ``max_iterations``."""
+    from ppo_bootstrap.rsl_rl import RslRlConfigError
+
+    from isaac_adapter.isaaclab.velocity import registered_agent_cfg
+
+    agent = registered_agent_cfg(spec.id)
+    try:
+        cfg = RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=None, seed=args.seed,
+                                       validate_env_output=not args.no_validate)
+    except RslRlConfigError as err:
+        raise UsageError(f"{spec.id}'s registered rsl_rl agent config: {err}") from None
+    cfg.ppo = dataclasses.replace(cfg.ppo, timeout_bootstrap=args.timeout_bootstrap)
+    return cfg, getattr(agent, "max_iterations", None)
+
+
 def train(args: Args) -> Runner:
     task_id = args.task
     experiment = args.experiment_name or (task_id or registry.default_task(args.sim, args.device))
@@ -102,7 +120,6 @@ def train(args: Args) -> Runner:
         raise UsageError(f"--cuda-graph-step: records the G1-Walk env on --sim warp or isaaclab on a GPU; "
                          f"this run is {spec.id} on --sim {sim} on {env_device}")
     num_envs = args.num_envs or spec.num_envs or (GPU_ENVS if on_gpu else CPU_ENVS)
-    iterations = args.max_iterations or spec.max_iterations or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS)
     rank = distributed.rank()
     # a run folder another training writes is refused before the env is built (the Runner would refuse it later)
     lock = lock_run_dir(args.log_dir) if args.log_dir and rank == 0 else None
@@ -122,6 +139,11 @@ def train(args: Args) -> Runner:
                       if symmetry in ("loss", "both") else 0.0),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
+    agent_iterations = None
+    if sim == "isaaclab" and not spec.is_g1_walk:
+        cfg, agent_iterations = isaaclab_agent_config(spec, args)
+    iterations = (args.max_iterations or spec.max_iterations or agent_iterations
+                  or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS))
     task_cfg = None
     if spec.is_g1_walk:
         from isaac_adapter.tasks.g1_walk.config import walk_config

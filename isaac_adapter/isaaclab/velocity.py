@@ -99,6 +99,16 @@ def velocity_g1_env_cfg(
     return cfg
 
 
+def registered_agent_cfg(task: str) -> Any:
+    """The rsl_rl agent config Isaac Lab registers for ``task`` (its ``rsl_rl_cfg_entry_point``,
+    ``G1FlatPPORunnerCfg`` for the flat G1), as Isaac Lab's ``train.py`` loads it."""
+    require_isaaclab()
+    import isaaclab_tasks  # noqa: F401  (registers the tasks)
+    from isaaclab_tasks.utils.parse_cfg import load_cfg_from_registry
+
+    return load_cfg_from_registry(task, "rsl_rl_cfg_entry_point")
+
+
 def make_velocity_g1_env(
     task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = 100.0, env_cfg: Any = None, **cfg: Any
 ) -> Any:
