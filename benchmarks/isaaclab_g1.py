@@ -297,7 +297,8 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         set_overrides("env", env_cfg, args.env_overrides)  # the same change for both trainers
     except OverrideError as err:
         raise SystemExit(f"isaaclab_g1.py: error: {err}") from None
-    env = make_velocity_g1_env(args.task, env_cfg=env_cfg)
+    agent = registered_agent_cfg(args.task)  # both trainers' recipe; its clip_actions is the env's
+    env = make_velocity_g1_env(args.task, clip_actions=agent.clip_actions, env_cfg=env_cfg)
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
@@ -308,7 +309,6 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
 
     version = check_rsl_rl_version()
-    agent = registered_agent_cfg(args.task)
     agent.device = args.device
     agent.seed = args.seed
     agent.save_interval = args.save_interval

@@ -54,9 +54,9 @@ def test_the_app_trains_isaac_labs_own_task_with_its_registered_agent_config():
     from isaac_adapter.tasks import registry
 
     spec = registry.get_task("Isaac-Velocity-Flat-G1")
-    cfg, iterations = isaaclab_agent_config(spec, parse("train", ["--seed", "3", "--timeout_bootstrap", "state_value"]))
+    cfg, agent = isaaclab_agent_config(spec, parse("train", ["--seed", "3", "--timeout_bootstrap", "state_value"]))
     expected = RunnerConfig.from_rsl_rl(G1FlatPPORunnerCfg())
-    assert iterations == G1FlatPPORunnerCfg().max_iterations == 1500
+    assert (agent.max_iterations, agent.clip_actions) == (1500, None)  # the run's length, the env's clamp (none)
     assert (cfg.policy, cfg.num_steps_per_env) == (expected.policy, 24)
     assert (cfg.seed, cfg.ppo.timeout_bootstrap) == (3, "state_value")  # the flags win
     assert cfg.ppo == dataclasses.replace(expected.ppo, timeout_bootstrap="state_value")

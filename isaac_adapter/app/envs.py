@@ -46,13 +46,14 @@ def check_env_overrides(spec: TaskSpec, sim: str, env_overrides: list[str] | Non
 
 def make_env(
     spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None,
-    env_overrides: list[str] | None = None,
+    env_overrides: list[str] | None = None, clip_actions: float | None = None,
 ) -> Any:
     """Build ``spec`` on ``sim`` as a :class:`ppo_bootstrap.env.VecEnv`. ``config``: the project's task
     only, a whole :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` (a resumed run's recorded
     one, overrides applied) instead of the task's preset; ``num_envs``, ``seed`` and ``device`` win.
     ``env_overrides``: Isaac Lab's own tasks only, ``env.KEY=VALUE`` set on the task's env cfg
-    before the env is built, as Isaac Lab's ``train.py`` takes them.
+    before the env is built, as Isaac Lab's ``train.py`` takes them; ``clip_actions``: theirs too,
+    the clamp of their agent config.
     On Warp-based simulators the kernels are compiled without adjoints (nothing here differentiates
     through the physics; :func:`~isaac_adapter.backends.warp_stream.forward_only_kernels`) and, on a
     GPU, straight to machine code (:func:`~isaac_adapter.backends.warp_stream.machine_code_kernels`)."""
@@ -89,7 +90,7 @@ def make_env(
             set_overrides("env", env_cfg, list(env_overrides or ()))
         except OverrideError as err:
             raise UsageError(str(err)) from None
-        return make_velocity_g1_env(spec.id, env_cfg=env_cfg)
+        return make_velocity_g1_env(spec.id, clip_actions=clip_actions, env_cfg=env_cfg)
     if sim == "mjlab":
         from mjlab.envs import ManagerBasedRlEnv
         from mjlab.tasks.registry import load_env_cfg

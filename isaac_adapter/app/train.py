@@ -65,10 +65,10 @@ def resumed_task_config(recorded: tuple[registry.TaskSpec, dict] | None, spec: r
     return stored_config(params, spec.config_preset) if recorded_spec.id == spec.id and params else None
 
 
-def isaaclab_agent_config(spec: registry.TaskSpec, args: Args) -> tuple[RunnerConfig, int | None]:
+def isaaclab_agent_config(spec: registry.TaskSpec, args: Args) -> tuple[RunnerConfig, Any]:
     """Isaac Lab's own task trains with the rsl_rl agent config Isaac Lab registers for it, as its
-    ``train.py`` does (:meth:`RunnerConfig.from_rsl_rl`), the command line's flags on top; returns it
-    and the agent's ``max_iterations``."""
+    ``train.py`` does (:meth:`RunnerConfig.from_rsl_rl`), the command line's flags on top; returns that
+    and the agent config itself (its ``max_iterations`` and ``clip_actions`` are the run's and the env's)."""
     from ppo_bootstrap.rsl_rl import RslRlConfigError
 
     from isaac_adapter.isaaclab.velocity import registered_agent_cfg
@@ -80,7 +80,7 @@ def isaaclab_agent_config(spec: registry.TaskSpec, args: Args) -> tuple[RunnerCo
     except RslRlConfigError as err:
         raise UsageError(f"{spec.id}'s registered rsl_rl agent config: {err}") from None
     cfg.ppo = dataclasses.replace(cfg.ppo, timeout_bootstrap=args.timeout_bootstrap)
-    return cfg, getattr(agent, "max_iterations", None)
+    return cfg, agent
 
 
 def train(args: Args) -> Runner:
@@ -139,10 +139,10 @@ def train(args: Args) -> Runner:
                       if symmetry in ("loss", "both") else 0.0),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
-    agent_iterations = None
+    agent = None  # an Isaac Lab task's registered rsl_rl agent config
     if sim == "isaaclab" and not spec.is_g1_walk:
-        cfg, agent_iterations = isaaclab_agent_config(spec, args)
-    iterations = (args.max_iterations or spec.max_iterations or agent_iterations
+        cfg, agent = isaaclab_agent_config(spec, args)
+    iterations = (args.max_iterations or spec.max_iterations or getattr(agent, "max_iterations", None)
                   or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS))
     task_cfg = None
     if spec.is_g1_walk:
@@ -166,7 +166,7 @@ def train(args: Args) -> Runner:
             raise UsageError(why)
     env_start = time.perf_counter()
     env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg,
-                        env_overrides=sim_overrides)
+                        env_overrides=sim_overrides, clip_actions=getattr(agent, "clip_actions", None))
     env_done = time.perf_counter()
     if hasattr(env, "validate_actions"):  # the embedded G1 envs: their finiteness check of actions syncs too
         env.validate_actions = not args.no_validate

@@ -110,12 +110,13 @@ def registered_agent_cfg(task: str) -> Any:
 
 
 def make_velocity_g1_env(
-    task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = 100.0, env_cfg: Any = None, **cfg: Any
+    task: str = "Isaac-Velocity-Flat-G1", clip_actions: float | None = None, env_cfg: Any = None, **cfg: Any
 ) -> Any:
     """Build the task (``cfg``: the arguments of :func:`velocity_g1_env_cfg`; or ``env_cfg``, one that
     function made and the caller changed) and wrap it as a :class:`ppo_bootstrap.env.VecEnv`
-    (``IsaacLabVecEnv``, final observations from ``extras["final_obs"]``). ``clip_actions`` is the
-    task's rsl_rl setting."""
+    (``IsaacLabVecEnv``, final observations from ``extras["final_obs"]``). ``clip_actions``: the
+    registered agent config's (:func:`registered_agent_cfg`), as Isaac Lab's ``train.py`` hands it to
+    ``RslRlVecEnvWrapper``; the G1 tasks register None, no clamp."""
     import gymnasium as gym
 
     from isaac_adapter.adapters.isaaclab import IsaacLabVecEnv
