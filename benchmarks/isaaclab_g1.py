@@ -287,18 +287,17 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     final policy judged by the same evaluator on this env."""
     from ppo_bootstrap import Runner, RunnerConfig
 
-    from isaac_adapter.app.overrides import OverrideError, set_overrides
-    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, registered_agent_cfg, velocity_g1_env_cfg
+    from isaac_adapter.app.envs import isaaclab_task_env
+    from isaac_adapter.isaaclab.velocity import registered_agent_cfg
+    from isaac_adapter.tasks.registry import UsageError
 
     out = Path(args.out)
     t = elapsed()
-    env_cfg = velocity_g1_env_cfg(args.task, num_envs=args.num_envs, device=args.device)
-    try:
-        set_overrides("env", env_cfg, args.env_overrides)  # the same change for both trainers
-    except OverrideError as err:
-        raise SystemExit(f"isaaclab_g1.py: error: {err}") from None
     agent = registered_agent_cfg(args.task)  # both trainers' recipe; its clip_actions is the env's
-    env = make_velocity_g1_env(args.task, clip_actions=agent.clip_actions, env_cfg=env_cfg)
+    try:  # --env-overrides: the same change for both trainers
+        env = isaaclab_task_env(args.task, args.num_envs, args.device, args.env_overrides, agent.clip_actions)
+    except UsageError as err:
+        raise SystemExit(f"isaaclab_g1.py: error: {err}") from None
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),

@@ -44,6 +44,20 @@ def check_env_overrides(spec: TaskSpec, sim: str, env_overrides: list[str] | Non
                          f"{spec.id} on --sim {sim} takes none (agent.* overrides work for every task)")
 
 
+def isaaclab_task_env(task: str, num_envs: int, device: str, env_overrides: list[str] | None = None,
+                      clip_actions: float | None = None) -> Any:
+    """Isaac Lab's own task ``task`` as a :class:`ppo_bootstrap.env.VecEnv`, ``env_overrides``
+    (``env.KEY=VALUE``) set on its env cfg before the env is built; a wrong one is a :class:`UsageError`."""
+    from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, velocity_g1_env_cfg
+
+    env_cfg = velocity_g1_env_cfg(task, num_envs=num_envs, device=device)
+    try:
+        set_overrides("env", env_cfg, list(env_overrides or ()))
+    except OverrideError as err:
+        raise UsageError(str(err)) from None
+    return make_velocity_g1_env(task, clip_actions=clip_actions, env_cfg=env_cfg)
+
+
 def make_env(
     spec: TaskSpec, sim: str, device: str, num_envs: int, seed: int = 0, config: Any = None,
     env_overrides: list[str] | None = None, clip_actions: float | None = None,
@@ -83,14 +97,7 @@ def make_env(
         raise UsageError(f"{spec.id} takes its configuration from its own simulator, not a G1WalkConfig")
     check_env_overrides(spec, sim, env_overrides)
     if sim == "isaaclab":
-        from isaac_adapter.isaaclab.velocity import make_velocity_g1_env, velocity_g1_env_cfg
-
-        env_cfg = velocity_g1_env_cfg(spec.id, num_envs=num_envs, device=device)
-        try:
-            set_overrides("env", env_cfg, list(env_overrides or ()))
-        except OverrideError as err:
-            raise UsageError(str(err)) from None
-        return make_velocity_g1_env(spec.id, clip_actions=clip_actions, env_cfg=env_cfg)
+        return isaaclab_task_env(spec.id, num_envs, device, env_overrides, clip_actions)
     if sim == "mjlab":
         from mjlab.envs import ManagerBasedRlEnv
         from mjlab.tasks.registry import load_env_cfg

@@ -99,6 +99,7 @@ def train(args: Args) -> Runner:
     del ckpt
     # the G1-Walk tasks take env.* into their own config; a simulator's own task, into its env cfg (make_env)
     sim_overrides = [] if spec.is_g1_walk else [o for o in args.overrides if o.startswith("env.")]
+    config_overrides = [o for o in args.overrides if o not in sim_overrides]  # the project's configs take these
     symmetry = args.symmetry or spec.symmetry
     if symmetry != "off" and not spec.is_g1_walk:
         raise UsageError(f"--symmetry {symmetry}: {spec.id} has no left-right mirror; use a G1-Walk task")
@@ -129,19 +130,20 @@ def train(args: Args) -> Runner:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
 
-    cfg = RunnerConfig(
-        save_interval=args.save_interval,
-        log_dir=None,
-        seed=args.seed,
-        validate_env_output=not args.no_validate,
-        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=symmetry in ("augment", "both"),
-                      symmetry_loss_coef=(1.0 if args.symmetry_loss_coef is None else args.symmetry_loss_coef)
-                      if symmetry in ("loss", "both") else 0.0),
-        policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
-    )
     agent = None  # an Isaac Lab task's registered rsl_rl agent config
     if sim == "isaaclab" and not spec.is_g1_walk:
         cfg, agent = isaaclab_agent_config(spec, args)
+    else:
+        cfg = RunnerConfig(
+            save_interval=args.save_interval,
+            log_dir=None,
+            seed=args.seed,
+            validate_env_output=not args.no_validate,
+            ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap, symmetry_augmentation=symmetry in ("augment", "both"),
+                          symmetry_loss_coef=(1.0 if args.symmetry_loss_coef is None else args.symmetry_loss_coef)
+                          if symmetry in ("loss", "both") else 0.0),
+            policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
+        )
     iterations = (args.max_iterations or spec.max_iterations or getattr(agent, "max_iterations", None)
                   or (GPU_ITERATIONS if on_gpu else CPU_ITERATIONS))
     task_cfg = None
@@ -157,7 +159,7 @@ def train(args: Args) -> Runner:
         cfg = dataclasses.replace(cfg, num_steps_per_env=args.num_steps_per_env)
     if args.torch_threads:  # else the Runner would set its own choice over the flag's
         cfg = dataclasses.replace(cfg, torch_threads=args.torch_threads)
-    configs = apply_overrides({"env": task_cfg, "agent": cfg}, [o for o in args.overrides if o not in sim_overrides])
+    configs = apply_overrides({"env": task_cfg, "agent": cfg}, config_overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
     if args.cuda_graph_step and sim == "isaaclab" and task_cfg is not None:  # before Isaac Lab is imported
         from isaac_adapter.isaaclab.robot import graph_unsupported
