@@ -7,7 +7,9 @@ before the robot: MuJoCo, numpy, PyYAML and onnxruntime, nothing of the training
     python deploy/deploy_mujoco.py --config exported/deploy.yaml --headless --pd torque --sim-dt 0.002
 
 Every policy step (``simulation_dt * control_decimation``) the script builds the observation from
-the MuJoCo state itself, term by term as ``obs_terms`` lists them, runs ``policy.onnx`` and turns its
+the MuJoCo state itself, term by term as ``obs_terms`` lists them (with ``obs_frames`` > 1 followed
+by the frames the policy acted on before, newest first, the episode's first repeated until there
+are enough), runs ``policy.onnx`` and turns its
 actions into joint targets ``default_angles + action_scale * clip(action)``; every physics step a PD
 law ``kp (target - q) - kd qdot``, clipped to the torque limits, drives the joints:
 
@@ -73,8 +75,12 @@ def load_config(path: Path) -> dict:
             raise UsageError(f"--config {path}: {key} has {len(config[key])} entries for {joints} joints")
     if not all(isinstance(term, dict) and {"name", "width", "scale"} <= set(term) for term in config["obs_terms"]):
         raise UsageError(f"--config {path}: every obs_terms entry is {{name, width, scale}}")
-    if sum(term["width"] for term in config["obs_terms"]) != config["num_obs"]:
-        raise UsageError(f"--config {path}: the widths of obs_terms do not add up to num_obs {config['num_obs']}")
+    frames = config.setdefault("obs_frames", 1)  # configs written before the history: one frame
+    if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
+        raise UsageError(f"--config {path}: obs_frames must be an integer >= 1, got {frames!r}")
+    if frames * sum(term["width"] for term in config["obs_terms"]) != config["num_obs"]:
+        raise UsageError(f"--config {path}: obs_frames {frames} times the widths of obs_terms is not num_obs "
+                         f"{config['num_obs']}")
     return config
 
 
@@ -195,6 +201,7 @@ class Deployment:
         mujoco.mj_forward(self.model, d)
         self.episode_step = 0
         self.last_action = np.zeros(self.config["num_actions"])
+        self.history: list[np.ndarray] = []  # the frames acted on this episode, newest first
 
     def term(self, name: str, command: np.ndarray) -> np.ndarray:
         """The unscaled value of the obs term ``name`` (the names the export writes) now."""
@@ -216,8 +223,8 @@ class Deployment:
             return np.array([math.sin(2 * math.pi * phase), math.cos(2 * math.pi * phase)])
         raise UsageError(f"obs term {name!r} of the config is not one this script computes")
 
-    def observation(self, command: np.ndarray) -> np.ndarray:
-        """``[num_obs]`` float32: the config's terms in order, each times its scale."""
+    def frame(self, command: np.ndarray) -> np.ndarray:
+        """One frame, float32: the config's terms in order, each times its scale."""
         parts = []
         for spec in self.config["obs_terms"]:
             value = np.asarray(self.term(spec["name"], command), dtype=np.float64) * spec["scale"]
@@ -226,9 +233,20 @@ class Deployment:
             parts.append(value)
         return np.concatenate(parts).astype(np.float32)
 
+    def observation(self, command: np.ndarray) -> np.ndarray:
+        """``[num_obs]`` float32: this frame, then the ``obs_frames - 1`` frames acted on before it,
+        newest first; an episode's first frame stands in for those it has not had yet."""
+        frame = self.frame(command)
+        past = self.history or [frame]
+        past = past + [past[-1]] * (self.config["obs_frames"] - 1 - len(past))
+        return np.concatenate([frame, *past[: self.config["obs_frames"] - 1]])
+
     def step(self, command: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One policy step under ``command``; returns ``(obs, action)`` (the action as the policy gave it)."""
         obs = self.observation(command)
+        if self.config["obs_frames"] > 1:
+            frame = obs[: obs.size // self.config["obs_frames"]]
+            self.history = [frame, *self.history][: self.config["obs_frames"] - 1]
         action = self.session.run(None, {self.input_name: obs[None]})[0][0].astype(np.float64)
         clipped = np.clip(action, -self.config["action_clip"], self.config["action_clip"])
         self.target = self.robot.default + self.config["action_scale"] * clipped

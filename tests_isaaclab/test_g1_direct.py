@@ -32,11 +32,11 @@ TILTED = [math.cos(math.radians(35)), math.sin(math.radians(35)), 0.0, 0.0]  # 7
 
 
 def build(num_envs: int, decimation: int = 4, episode_length_s: float = 20.0, reset_by_mask: bool = True,
-          joint_pos_noise: float = 0.0):
+          joint_pos_noise: float = 0.0, policy_obs_frames: int = 1):
     from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
     task = G1WalkConfig(num_envs=num_envs, device="cpu", decimation=decimation, episode_length_s=episode_length_s,
-                        joint_pos_noise=joint_pos_noise)
+                        joint_pos_noise=joint_pos_noise, policy_obs_frames=policy_obs_frames)
     return make_g1_direct_env(task, reset_by_mask=reset_by_mask)
 
 
@@ -142,6 +142,37 @@ def test_final_obs_is_pre_reset_and_only_ended_envs_reset(reset_by_mask):
         # the other envs' joints moved continuously (no respawn); env 1 is back at the nominal pose
         assert (base.state.joint_pos[[0, 2, 3]] - joints_before[[0, 2, 3]]).abs().max() < 0.2
         torch.testing.assert_close(base.state.joint_pos[1], base.nominal_joint_pos, atol=1e-4, rtol=0)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("reset_by_mask", [True, False])
+def test_the_policys_history_goes_through_isaac_labs_step_and_restarts_for_the_ended_env(reset_by_mask):
+    from isaac_adapter.tasks.g1_walk import terms
+
+    frames = 3
+    env = build(4, 4, episode_length_s=20.0, reset_by_mask=reset_by_mask, policy_obs_frames=frames)
+    try:
+        script(env, {1: ("height", 5)})
+        base = env.unwrapped
+        width = terms.policy_frame_width(env.num_actions, clock=False)
+        obs = env.reset()
+        assert obs["policy"].shape == (4, frames * width) and base.cfg.observation_space == frames * width
+        seen = [obs["policy"][:, :width]]
+        for t in range(5):
+            actions = 0.1 * torch.sin(torch.arange(4 * env.num_actions, dtype=torch.float32).view(4, -1) + t)
+            res = env.step(actions)
+            seen.append(res.obs["policy"][:, :width])
+        ids, final = final_rows(res)
+        assert ids.tolist() == [1]
+        now = res.obs["policy"].split(width, dim=-1)
+        for k in range(1, frames):
+            # envs 0, 2, 3: the frames they acted on, newest first; env 1 respawned: its first frame throughout
+            torch.testing.assert_close(now[k][[0, 2, 3]], seen[-1 - k][[0, 2, 3]], rtol=0, atol=0)
+            torch.testing.assert_close(now[k][1], now[0][1], rtol=0, atol=0)
+            # its final observation: the ended episode's history
+            torch.testing.assert_close(final["policy"][0, k * width:(k + 1) * width], seen[-1 - k][1], rtol=0, atol=0)
+        torch.testing.assert_close(final["policy"], base.terminal_observations(ids)["policy"])
     finally:
         env.close()
 

@@ -65,7 +65,7 @@ from isaac_adapter.isaaclab.robot import (
     require_isaaclab,
     root_quat_wxyz,
 )
-from isaac_adapter.tasks.g1_walk import assets
+from isaac_adapter.tasks.g1_walk import assets, terms
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 from isaac_adapter.tasks.g1_walk.graph_step import StepGraph
 from isaac_adapter.tasks.g1_walk.task import G1WalkTask
@@ -186,8 +186,8 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
         cfg.episode_length_s = task.episode_length_s
         cfg.seed = task.seed
         cfg.compute_final_obs = not cfg.reset_by_mask
-        policy_dim = 9 + 3 * cfg.action_space + (2 if task.gait_period_s is not None else 0)
-        cfg.observation_space = policy_dim
+        frame = terms.policy_frame_width(cfg.action_space, task.gait_period_s is not None)
+        cfg.observation_space = frame * task.policy_obs_frames
         return cfg
 
 

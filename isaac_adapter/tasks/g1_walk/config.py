@@ -186,6 +186,11 @@ class G1WalkConfig:
     obs_ang_vel_scale: float = 0.25
     obs_joint_vel_scale: float = 0.05
     obs_torque_scale: float = 0.02
+    # The policy sees its last policy_obs_frames frames, newest first: the current observation and
+    # the ones it acted on before, noisy as they were seen, so that it can average sensor noise out
+    # and sense a delayed action. Until an episode has that many, the missing frames repeat its
+    # first. The critic sees the current frame only (asymmetric actor-critic). 1: no history.
+    policy_obs_frames: int = 1
 
     # reward shaping
     tracking_sigma: float = 0.25  # exp(-err^2 / sigma)
@@ -273,6 +278,9 @@ class G1WalkConfig:
             raise ValueError(f"tilt_threshold must be in (0, 1) (tilt_xy lies in [0, 1]), got {self.tilt_threshold}")
         if not self.lateral_vel_threshold > 0:
             raise ValueError(f"lateral_vel_threshold must be > 0 m/s, got {self.lateral_vel_threshold}")
+        if not isinstance(self.policy_obs_frames, int) or isinstance(self.policy_obs_frames, bool) \
+                or self.policy_obs_frames < 1:
+            raise ValueError(f"policy_obs_frames must be an integer >= 1 (1: no history), got {self.policy_obs_frames}")
         if not self.action_scale > 0:
             raise ValueError(f"action_scale must be > 0, got {self.action_scale}")
         if self.joint_pos_noise < 0:

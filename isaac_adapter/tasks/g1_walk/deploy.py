@@ -116,7 +116,9 @@ def deploy_config(cfg: G1WalkConfig, policy_file: str = ONNX_NAME, task_id: str 
         "solver_iterations": int(model.opt.iterations),
         "ls_iterations": int(model.opt.ls_iterations),
         "num_actions": joints,
-        "num_obs": sum(term["width"] for term in obs_terms),
+        # the policy's input: obs_frames frames of obs_terms, the current one first, then those acted on before
+        "num_obs": cfg.policy_obs_frames * sum(term["width"] for term in obs_terms),
+        "obs_frames": cfg.policy_obs_frames,
         "joint_names": list(g1.joint_names),
         "default_angles": floats(g1.nominal_qpos[7:]),
         "init_root_pos": floats(g1.nominal_qpos[:3]),

@@ -265,7 +265,13 @@ class G1WalkEnv(G1WalkTask):
         self.check_state_dict(state)
         self.backend.load_state_dict(state["backend"])
         self._load_task_state_dict(state)
+        # what the policy acts on next, for a blow-up's value (the critic's group: no noise); the noise
+        # it draws must not move the random stream, nor its frame replace the one the policy was shown
+        # (the runner acts on the observation it saved, and that frame joins the history)
+        generator, frame = self.generator.get_state(), self.policy_frame.clone()
         self.current_observations()
+        self.generator.set_state(generator)
+        self.policy_frame.copy_(frame)
 
     def current_observations(self) -> ObsGroups:
         """Observations of the current state (after ``reset``, ``load_state_dict`` or ``set_commands``),

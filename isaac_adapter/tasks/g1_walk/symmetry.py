@@ -24,7 +24,9 @@ action when the situation is mirrored (:mod:`ppo_bootstrap.symmetry`). In body-f
 
 Observation layouts (:meth:`.task.G1WalkTask.observations_from`, ``J`` joints, ``F`` feet):
 ``policy = [w_b (3), g_b (3), command (3), q - q_nom (J), qd (J), last action (J), clock (2, if on)]``;
-``critic = [policy, v_b (3), root height (1), foot contact (F), air time (F), torque (J)]``.
+``critic = [policy, v_b (3), root height (1), foot contact (F), air time (F), torque (J)]``. With
+``policy_obs_frames`` > 1 the policy's frame is followed by its past frames, each mirrored alike; the
+critic's ``policy`` part is the current frame alone.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ def g1_symmetry(
     parts = [AXIAL, POLAR, COMMAND, joints, joints, joints]
     if cfg.gait_period_s is not None:
         parts.append(CLOCK)
-    policy = SignPermutation.concat(*parts)
-    critic = SignPermutation.concat(policy, POLAR, SignPermutation.identity(1), foot, foot, joints)
+    frame = SignPermutation.concat(*parts)
+    policy = SignPermutation.concat(*[frame] * cfg.policy_obs_frames)  # each past frame mirrors as the current
+    critic = SignPermutation.concat(frame, POLAR, SignPermutation.identity(1), foot, foot, joints)
     return Symmetry({POLICY: policy, CRITIC: critic}, joints)

@@ -75,7 +75,7 @@ _BUFFERS = (
     "touchdown_count", "double_support_time", "single_support_time", "first_raw_step",
     "first_active_step", "termination_cause", "last_cause", "last_episode_length",
     "last_first_raw_step", "last_first_active_step", "episodes_finished", "command_steps_left",
-    "action_delay", "push_steps_left", "last_push",
+    "action_delay", "push_steps_left", "last_push", "policy_frame", "obs_history", "obs_history_started",
 )  # fmt: skip
 
 
@@ -165,6 +165,13 @@ class G1WalkTask:
         self.joint_pos_target = self.nominal_joint_pos.expand(n, j).clone()
         self.last_action = torch.zeros(n, j, device=dev)
         self.prev_joint_vel = torch.zeros(n, j, device=dev)
+        # the policy's observation history (cfg.policy_obs_frames > 1; terms.stack_policy_frames):
+        # the last frame it was shown, the frames it acted on before (newest first), and whether the
+        # episode has any yet
+        width = terms.policy_frame_width(j, cfg.gait_period_s is not None)
+        self.policy_frame = torch.zeros(n, width, device=dev)
+        self.obs_history = torch.zeros(n, cfg.policy_obs_frames - 1, width, device=dev)
+        self.obs_history_started = torch.zeros(n, device=dev, dtype=torch.bool)
         self.air_time = torch.zeros(n, f, device=dev)
         self.contact_time = torch.zeros(n, f, device=dev)
         self.touchdown_count = torch.zeros(n, f, **long)
@@ -214,6 +221,8 @@ class G1WalkTask:
             "command": self.command.clone(),
             "last_action": self.last_action.clone(),
             "air_time": self.air_time.clone(),
+            "obs_history": self.obs_history.clone(),
+            "obs_history_started": self.obs_history_started.clone(),
         }
         self.state = self._read_robot_state()
 
@@ -243,6 +252,8 @@ class G1WalkTask:
         """Clip the policy's ``actions`` ``[N, J]`` and turn them into joint-position targets
         :attr:`joint_pos_target` ``[N, J]``: offsets of ``action_scale`` rad per unit around the nominal pose."""
         cfg = self.task_cfg
+        if self.obs_history.shape[1]:  # the frame the policy acted on joins its history
+            terms.push_policy_frame(self.obs_history, self.obs_history_started, self.policy_frame)
         self.actions = actions.to(torch.float32).clamp(-cfg.action_clip, cfg.action_clip)
         self.applied_action = self.actions
         if cfg.randomization.delayed:  # a delay of one step drives the joints by the previous action
@@ -327,13 +338,25 @@ class G1WalkTask:
 
     def _get_observations(self) -> ObsGroups:
         """Observation groups of every env now (see :meth:`observations_from`); with
-        ``randomization.obs_noise`` the policy's carries uniform noise, the critic's none."""
+        ``randomization.obs_noise`` the policy's carries uniform noise, the critic's none; with
+        ``policy_obs_frames`` > 1 the policy's frame is followed by the frames acted on before.
+
+        The policy's frame is kept as the one it acts on next (:attr:`policy_frame`): the last
+        call before a step is what the step's history records."""
         obs = self.observations_from(self.state, self.command, self.last_action, self.air_time)
-        if not self.task_cfg.randomization.noisy:
+        if self.task_cfg.randomization.noisy:
+            width = self._policy_noise_width()
+            u = torch.rand(obs[POLICY].shape, device=self.device, generator=self.generator)
+            obs = {**obs, POLICY: obs[POLICY] + (2 * u - 1) * width}
+        if not self.obs_history.shape[1]:
             return obs
-        width = self._policy_noise_width()
-        u = torch.rand(obs[POLICY].shape, device=self.device, generator=self.generator)
-        return {**obs, POLICY: obs[POLICY] + (2 * u - 1) * width}
+        self.policy_frame.copy_(obs[POLICY])
+        return self._with_history(obs, self.obs_history, self.obs_history_started)
+
+    @staticmethod
+    def _with_history(obs: ObsGroups, history: torch.Tensor, started: torch.Tensor) -> ObsGroups:
+        """``obs`` with its policy frame ``[B, D]`` followed by ``history`` ``[B, H, D]`` (started ``[B]``)."""
+        return {**obs, POLICY: terms.stack_policy_frames(obs[POLICY], history, started)}
 
     def _policy_noise_width(self) -> torch.Tensor:
         """``[D]`` the half-width of the noise on each policy column, uploaded when the config's changes."""
@@ -409,7 +432,7 @@ class G1WalkTask:
         # masked_fill_ with a Python number: no upload, no host synchronisation on a GPU
         for buffer in (self.episode_length_buf, self.last_action, self.prev_joint_vel, self.air_time,
                        self.contact_time, self.touchdown_count, self.double_support_time, self.single_support_time,
-                       self._reward_sums):
+                       self._reward_sums, self.obs_history_started):
             buffer.masked_fill_(rows_of(done, buffer), 0)
         self.first_raw_step.masked_fill_(column, NEVER)
         self.first_active_step.masked_fill_(column, NEVER)
@@ -527,6 +550,8 @@ class G1WalkTask:
         kept = [(getattr(self.terminal_state, name), value) for name, value in self.state.as_dict().items()]
         kept += [(self.terminal_task["command"], self.command), (self.terminal_task["last_action"], self.last_action),
                  (self.terminal_task["air_time"], self.air_time), (self.last_cause, self.termination_cause),
+                 (self.terminal_task["obs_history"], self.obs_history),
+                 (self.terminal_task["obs_history_started"], self.obs_history_started),
                  (self.last_episode_length, self.episode_length_buf), (self.last_first_raw_step, self.first_raw_step),
                  (self.last_first_active_step, self.first_active_step)]
         for buffer, value in kept:
@@ -543,14 +568,19 @@ class G1WalkTask:
         put_rows(self._episode_stats, done, torch.cat((seconds.unsqueeze(-1), totals / seconds.unsqueeze(-1)), dim=-1))
 
     def terminal_observations(self, env_ids: torch.Tensor) -> ObsGroups:
-        """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode)."""
-        return self.observations_from(
+        """Observations recomputed from the terminal snapshot of ``env_ids`` (their last ended episode);
+        the policy's frame without noise, its history as the episode left it."""
+        kept = self.terminal_task
+        obs = self.observations_from(
             self.terminal_state.index(env_ids),
-            self.terminal_task["command"][env_ids],
-            self.terminal_task["last_action"][env_ids],
-            self.terminal_task["air_time"][env_ids],
+            kept["command"][env_ids],
+            kept["last_action"][env_ids],
+            kept["air_time"][env_ids],
             self.last_episode_length[env_ids],
         )
+        if not self.obs_history.shape[1]:
+            return obs
+        return self._with_history(obs, kept["obs_history"][env_ids], kept["obs_history_started"][env_ids])
 
     def pre_reset_state(self, ended: torch.Tensor) -> tuple[PhysicsState, torch.Tensor]:
         """Every env as the last physics step left it, before any same-step reset: ``(state, command
@@ -691,7 +721,8 @@ class G1WalkTask:
                 if name in columns:
                     columns[name].copy_(value)
         self.terminal_state = PhysicsState(**{k: v.clone().to(self.device) for k, v in state["terminal_state"].items()})
-        self.terminal_task = {k: v.clone().to(self.device) for k, v in state["terminal_task"].items()}
+        # a snapshot saved before a history existed keeps this env's (empty) history entries
+        self.terminal_task.update({k: v.clone().to(self.device) for k, v in state["terminal_task"].items()})
         self.generator.set_state(state["generator"].cpu())  # a map_location may have moved it
         held = state.get("held_command")
         self.held_command = None if held is None else held.clone().to(self.device)

@@ -174,6 +174,30 @@ def policy_term_widths(num_joints: int, clock: bool) -> dict[str, int]:
     return widths
 
 
+def policy_frame_width(num_joints: int, clock: bool) -> int:
+    """The columns of one frame of the policy observation (:func:`policy_term_widths` summed)."""
+    return sum(policy_term_widths(num_joints, clock).values())
+
+
+def stack_policy_frames(frame: torch.Tensor, history: torch.Tensor, started: torch.Tensor) -> torch.Tensor:
+    """The policy observation with history: ``[N, (1 + H) D]``, the current ``frame`` ``[N, D]`` then
+    ``history`` ``[N, H, D]`` (the frames acted on before, newest first). Where an episode has no
+    history yet (``started`` ``[N]`` bool false: no step since its reset) every past slot is the
+    current frame, its first."""
+    past = torch.where(started.view(-1, 1, 1), history, frame.unsqueeze(1))
+    return torch.cat([frame, past.flatten(1)], dim=-1)
+
+
+def push_policy_frame(history: torch.Tensor, started: torch.Tensor, frame: torch.Tensor) -> None:
+    """Record the ``frame`` ``[N, D]`` the policy just acted on in ``history`` ``[N, H, D]``, newest
+    first, and set ``started`` ``[N]``, both in place (a recorded CUDA graph reads the same buffers).
+    An episode's first frame fills every slot, so that until it has ``H`` steps the oldest frames
+    repeat its first (as :func:`stack_policy_frames` shows them before its first step)."""
+    shifted = torch.cat([frame.unsqueeze(1), history[:, :-1]], dim=1)
+    history.copy_(torch.where(started.view(-1, 1, 1), shifted, frame.unsqueeze(1).expand_as(history)))
+    started.fill_(True)
+
+
 def gait_phase(episode_step: torch.Tensor, dt: float, period_s: float) -> torch.Tensor:
     """Phase of the gait clock ``[N]`` in ``[0, 1)``: 0 at every episode start, one cycle per ``period_s``."""
     return torch.remainder(episode_step.to(torch.float32) * (dt / period_s), 1.0)
