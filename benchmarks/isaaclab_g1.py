@@ -545,9 +545,19 @@ def main() -> None:
     args.out = args.out_dir
     if args.rsl_iterations is None:
         args.rsl_iterations = args.iterations
+    if args.phase == "flat":  # each final policy meets the walking gate, which needs its envs in this env
+        from isaac_adapter.evaluation.gate import GateConfig
+
+        if args.num_envs < (needed := GateConfig().num_envs):
+            parser.error(f"--num-envs {args.num_envs}: flat judges each final policy by the walking gate on this env, "
+                         f"which needs at least {needed} envs")
     earlier = Path(args.out) / f"{args.phase}.json"
     if args.phase == "flat" and earlier.exists():  # a run goes on only with the env it started with
-        recorded = json.loads(earlier.read_text()).get("args", {}).get("env_overrides", [])
+        record = json.loads(earlier.read_text())
+        if record.get("num_envs", args.num_envs) != args.num_envs:
+            parser.error(f"--num-envs {args.num_envs}: {earlier} was trained with {record['num_envs']} envs; give the "
+                         "same, or another --out")
+        recorded = record.get("args", {}).get("env_overrides", [])
         if recorded != args.env_overrides:
             parser.error(f"--env-overrides {' '.join(args.env_overrides) or '(none)'}: {earlier} was trained with "
                          f"{' '.join(recorded) or 'none'}; give the same, or another --out")
