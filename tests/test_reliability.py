@@ -302,17 +302,46 @@ class SelfSignalEnv(TimeLimitEnv):
 """
 
 
-def _run_self_signalling(tmp_path, actions: dict, iterations: int, save_interval: int = 0) -> subprocess.CompletedProcess:
+def _self_signalling(tmp_path, actions: dict, iterations: int, save_interval: int = 0) -> str:
     prelude = f"ACTIONS = {actions!r}\n" + SELF_SIGNAL_ENV
     code = _train_script(tmp_path, prelude=prelude, env_class="SelfSignalEnv", save_interval=save_interval)
-    code += f"runner.learn({iterations})\nprint('returned', runner.interrupted, runner.iteration)\n"
-    return subprocess.run([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=120)
+    return code + f"runner.learn({iterations})\nprint('returned', runner.interrupted, runner.iteration)\n"
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_signal_during_normalizer_warm_up_stops_cleanly_with_a_checkpoint(tmp_path, signame):
-    proc = _run_self_signalling(tmp_path, {3: [signame]}, iterations=5)
+def _run_at_once(codes: list[str], timeout: float = 120) -> list[subprocess.CompletedProcess]:
+    procs = [_spawn(code) for code in codes]
+    try:
+        outs = [proc.communicate(timeout=timeout)[0] for proc in procs]
+        return [subprocess.CompletedProcess(proc.args, proc.returncode, out) for proc, out in zip(procs, outs)]
+    finally:
+        for proc in procs:
+            proc.kill()  # a no-op once it has exited
+
+
+@pytest.fixture(scope="module")
+def started_together(tmp_path_factory):
+    """``started_together(name, cases, code)``: ``python -u -c code(folder, case)`` for every case at once,
+    the first time ``name`` is asked for (each run is mostly its interpreter's start-up, on one core;
+    nothing in them depends on timing); then ``{case: (folder, finished process)}``."""
+    runs = {}
+
+    def get(name: str, cases: list, code) -> dict:
+        if name not in runs:
+            folders = [tmp_path_factory.mktemp(name) for _ in cases]
+            done = _run_at_once([code(folder, case) for folder, case in zip(folders, cases)])
+            runs[name] = dict(zip(cases, zip(folders, done)))
+        return runs[name]
+
+    return get
+
+
+SIGNAL_NAMES = ["SIGTERM", "SIGINT"]
+
+
+@pytest.mark.parametrize("signame", SIGNAL_NAMES)
+def test_signal_during_normalizer_warm_up_stops_cleanly_with_a_checkpoint(started_together, signame):
+    runs = started_together("warm_up", SIGNAL_NAMES, lambda folder, s: _self_signalling(folder, {3: [s]}, iterations=5))
+    tmp_path, proc = runs[signame]
     assert proc.returncode == 0, proc.stdout
     assert "returned True 0" in proc.stdout
     assert f"stopping after the normalizer warm-up on {signame}" in proc.stdout
@@ -322,9 +351,11 @@ def test_signal_during_normalizer_warm_up_stops_cleanly_with_a_checkpoint(tmp_pa
     assert ckpt["normalizers_warm"]  # but its statistics are kept: a resume does not repeat it
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_second_signal_exits_at_once_with_one_line_naming_the_last_checkpoint(tmp_path, signame):
-    proc = _run_self_signalling(tmp_path, {18: [signame], 20: [signame]}, iterations=5, save_interval=1)
+@pytest.mark.parametrize("signame", SIGNAL_NAMES)
+def test_second_signal_exits_at_once_with_one_line_naming_the_last_checkpoint(started_together, signame):
+    runs = started_together("second_signal", SIGNAL_NAMES,
+                            lambda folder, s: _self_signalling(folder, {18: [s], 20: [s]}, iterations=5, save_interval=1))
+    tmp_path, proc = runs[signame]
     assert proc.returncode == 128 + getattr(signal, signame), proc.stdout
     assert "Traceback" not in proc.stdout
     last_line = proc.stdout.strip().splitlines()[-1]
@@ -350,14 +381,16 @@ print('not reached')
 """
 
 
-@pytest.mark.parametrize("stopped_first", [True, False])
-def test_ctrl_c_during_the_export_exits_with_one_line_and_leaves_no_export(tmp_path, stopped_first):
+def _export_after_training(tmp_path, stopped_first: bool) -> str:
     # step 18 lies in iteration 2 (the warm-up is steps 1-8): the first Ctrl-C stops after it
     prelude = f"ACTIONS = {({18: ['SIGINT']} if stopped_first else {})!r}\n" + SELF_SIGNAL_ENV
     code = _train_script(tmp_path, prelude=prelude, env_class="SelfSignalEnv")
-    code += EXPORT_AFTER_TRAINING.format(exported=str(tmp_path / "exported"))
-    proc = subprocess.run([sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=120)
+    return code + EXPORT_AFTER_TRAINING.format(exported=str(tmp_path / "exported"))
+
+
+@pytest.mark.parametrize("stopped_first", [True, False])
+def test_ctrl_c_during_the_export_exits_with_one_line_and_leaves_no_export(started_together, stopped_first):
+    tmp_path, proc = started_together("export", [True, False], _export_after_training)[stopped_first]
     assert proc.returncode == 130 and "Traceback" not in proc.stdout and "not reached" not in proc.stdout, proc.stdout
     last = tmp_path / ("model_2.pt" if stopped_first else "model_5.pt")
     assert f"returned {stopped_first} {2 if stopped_first else 5}" in proc.stdout
@@ -370,9 +403,11 @@ def test_ctrl_c_during_the_export_exits_with_one_line_and_leaves_no_export(tmp_p
 
 
 @pytest.mark.parametrize("replacer,named", [("python", "fake_sim_handler"), ("native", "native code")])
-def test_handler_replaced_by_a_library_is_reasserted_and_named_once(tmp_path, replacer, named):
+def test_handler_replaced_by_a_library_is_reasserted_and_named_once(started_together, replacer, named):
     # step 10 lies in iteration 1: a library replaces the handler; step 20, in iteration 2, brings SIGTERM
-    proc = _run_self_signalling(tmp_path, {10: [replacer], 20: ["SIGTERM"]}, iterations=5)
+    runs = started_together("replaced", ["python", "native"],
+                            lambda folder, r: _self_signalling(folder, {10: [r], 20: ["SIGTERM"]}, iterations=5))
+    tmp_path, proc = runs[replacer]
     assert proc.returncode == 0, proc.stdout
     assert "returned True 2" in proc.stdout
     assert proc.stdout.count("handler was replaced") == 1 and named in proc.stdout, proc.stdout
