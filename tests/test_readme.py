@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SEEDS = [0, 1, 2]
 
 
 def use_snippet() -> str:
@@ -17,13 +20,34 @@ def use_snippet() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_use_snippet_learns_the_value_it_prints(seed, tmp_path, monkeypatch):
-    code = use_snippet().replace("cfg = RunnerConfig(", f"cfg = RunnerConfig(seed={seed}, console=False,")
-    monkeypatch.chdir(tmp_path)  # it writes runs/demo/
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
-    value = float(re.search(r"V = ([\d.]+), expected 1 / \(1 - 0.98\) = 50", out.getvalue()).group(1))
+@pytest.fixture(scope="module")
+def snippet_runs(tmp_path_factory) -> dict[int, tuple[Path, subprocess.CompletedProcess]]:
+    """The snippet once per seed, each in a fresh interpreter in a folder of its own (it writes runs/demo/),
+    the three started together: each trains on one thread (as conftest.py sets), so the other cores
+    are free for the next seed."""
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(path)}
+    started = {}
+    for seed in SEEDS:
+        code = use_snippet().replace("cfg = RunnerConfig(", f"cfg = RunnerConfig(seed={seed}, console=False,")
+        folder = tmp_path_factory.mktemp(f"seed{seed}")
+        started[seed] = folder, subprocess.Popen([sys.executable, "-c", code], cwd=folder, env=env, text=True,
+                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    runs = {}
+    try:
+        for seed, (folder, proc) in started.items():
+            out, err = proc.communicate(timeout=600)
+            runs[seed] = folder, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        for _, proc in started.values():
+            proc.kill()  # a no-op once it has exited
+    return runs
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_use_snippet_learns_the_value_it_prints(seed, snippet_runs):
+    folder, done = snippet_runs[seed]
+    assert done.returncode == 0, done.stderr[-2000:]
+    value = float(re.search(r"V = ([\d.]+), expected 1 / \(1 - 0.98\) = 50", done.stdout).group(1))
     assert abs(value - 50.0) < 0.05 * 50.0, value
-    assert (tmp_path / "runs" / "demo" / "actor.onnx").is_file()
+    assert (folder / "runs" / "demo" / "actor.onnx").is_file()
