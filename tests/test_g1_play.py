@@ -54,13 +54,38 @@ print(json.dumps({{"frames": len(frames), "shape": list(frames[0].shape), "frame
 """
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """``rendered(name)``: this module's script ``name`` (:data:`SCRIPTS`), run as ``python -c SCRIPT FOLDER ROOT``
+    with ``MUJOCO_GL=egl`` (read when mujoco is first imported) in a folder of its own: ``(folder, finished
+    process)``. The scripts start together when the first is asked for: each is mostly its interpreter's
+    start-up, on one core."""
+    env = dict(os.environ, MUJOCO_GL="egl")
+    started = {}
+    for name, script in SCRIPTS.items():
+        folder = tmp_path_factory.mktemp(name)
+        started[name] = folder, subprocess.Popen([sys.executable, "-c", script, str(folder), ROOT], cwd=ROOT, env=env,
+                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finished = {}
+
+    def result(name: str) -> tuple:
+        if name not in finished:
+            folder, proc = started[name]
+            out, err = proc.communicate(timeout=300)
+            finished[name] = folder, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return finished[name]
+
+    yield result
+    for _, proc in started.values():  # those no test asked for
+        proc.kill()
+        proc.communicate()
+
+
 @pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
-def test_render_rollout_shows_progress_and_writes_mp4_and_a_small_gif(tmp_path):
+def test_render_rollout_shows_progress_and_writes_mp4_and_a_small_gif(rendered):
     from PIL import Image
 
-    env = dict(os.environ, MUJOCO_GL="egl")
-    done = subprocess.run([sys.executable, "-c", RENDER_SCRIPT, str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    tmp_path, done = rendered("render")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "render" in done.stderr and "5/5" in done.stderr  # the progress bar, on stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -126,17 +151,18 @@ def test_training_ends_without_a_clip_of_a_policy_that_does_not_walk(tmp_path, c
     assert not (tmp_path / "run" / "videos").exists()
 
 
+CLIP_SCRIPT = (
+    "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
+    "from tests.test_g1_play import _trained\n"
+    "from isaac_adapter.app.train import closing_clip\n"
+    "runner, args = _trained(Path(sys.argv[1]))\n"
+    "print('CLIP', *closing_clip(runner, args, Path(sys.argv[1]) / 'run', accepted=True))\n"
+)
+
+
 @pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
-def test_training_ends_with_a_clip_of_a_policy_that_walks(tmp_path):
-    script = (
-        "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
-        "from tests.test_g1_play import _trained\n"
-        "from isaac_adapter.app.train import closing_clip\n"
-        "runner, args = _trained(Path(sys.argv[1]))\n"
-        "print('CLIP', *closing_clip(runner, args, Path(sys.argv[1]) / 'run', accepted=True))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path), ROOT], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, MUJOCO_GL="egl"))
+def test_training_ends_with_a_clip_of_a_policy_that_walks(rendered):
+    tmp_path, done = rendered("clip")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     clip = tmp_path / "run" / "videos" / "final.gif"
     assert f"CLIP {clip}" in done.stdout and clip.stat().st_size > 0
@@ -185,13 +211,15 @@ print(json.dumps({"plain": red(plain), "kicked": red(kicked), "rollout": [red(f)
 
 
 @pytest.mark.skipif(not _egl_renders(), reason="no headless OpenGL (EGL) for MuJoCo here")
-def test_a_push_is_drawn_as_a_red_arrow_into_the_pelvis():
+def test_a_push_is_drawn_as_a_red_arrow_into_the_pelvis(rendered):
     """A state carrying a kick renders with a red arrow the same pose without it lacks; a rollout of
     a task that kicks its robot every step shows the arrow in every frame, one without pushes none."""
-    done = subprocess.run([sys.executable, "-c", PUSH_SCRIPT], env=dict(os.environ, MUJOCO_GL="egl"),
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    _, done = rendered("push")
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["plain"] == 0 and result["kicked"] > 20, result
     assert len(result["rollout"]) == 2 and min(result["rollout"]) > 20, result
     assert result["quiet"] == [0, 0], result
+
+
+SCRIPTS = {"render": RENDER_SCRIPT, "clip": CLIP_SCRIPT, "push": PUSH_SCRIPT}
