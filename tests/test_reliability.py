@@ -65,13 +65,31 @@ def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:
     raise AssertionError(f"process ended before printing {needle!r}:\n{''.join(seen)}")
 
 
+@pytest.fixture(scope="module")
+def signalled_in_training(tmp_path_factory):
+    """``{signum: (folder, process, its output after the signal)}``: a training run per signal, the two
+    started together (each is mostly its interpreter's start-up, on one core), each signalled once
+    its second iteration has begun."""
+    started = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        folder = tmp_path_factory.mktemp(signum.name)
+        code = _train_script(folder) + "runner.learn(100000)\nprint('returned', runner.interrupted)\n"
+        started[signum] = folder, _spawn(code)
+    runs = {}
+    try:
+        for signum, (folder, proc) in started.items():
+            _wait_for_line(proc, " iteration 2/")  # inside learn: the handlers are installed
+            proc.send_signal(signum)
+            runs[signum] = folder, proc, proc.communicate(timeout=120)[0]
+    finally:
+        for _, proc in started.values():
+            proc.kill()  # a no-op once it has exited
+    return runs
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_signal_during_training_saves_and_exits_cleanly(tmp_path, signum):
-    code = _train_script(tmp_path) + "runner.learn(100000)\nprint('returned', runner.interrupted)\n"
-    proc = _spawn(code)
-    _wait_for_line(proc, " iteration 2/")  # inside learn: the handlers are installed
-    proc.send_signal(signum)
-    out, _ = proc.communicate(timeout=120)
+def test_signal_during_training_saves_and_exits_cleanly(signalled_in_training, signum):
+    tmp_path, proc, out = signalled_in_training[signum]
     assert proc.returncode == 0, out
     assert "returned True" in out
     saved = sorted(tmp_path.glob("model_*.pt"))
