@@ -36,7 +36,7 @@ def _one_thread() -> None:
 
 
 def test_time_limited_endless_task_learns_true_value_only_with_exact_bootstrap():
-    # the two runs side by side, a process each: each trains on one thread, the other cores are free
+    # the two runs are independent: side by side, a process and one thread each
     spawn = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(2, mp_context=spawn, initializer=_one_thread) as pool:
         exact, as_termination = pool.map(value_run, ["exact", "none"])
