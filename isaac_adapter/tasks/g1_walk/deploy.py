@@ -33,13 +33,12 @@ FORMAT_VERSION = 1
 def policy_obs_terms(cfg: G1WalkConfig, num_joints: int) -> list[dict[str, Any]]:
     """The policy observation as ordered ``{name, width, scale}`` terms: the observation is their
     concatenation, each term times its scale (:func:`.terms.policy_obs`, then the clock when on)."""
-    widths = {"base_ang_vel": 3, "projected_gravity": 3, "velocity_command": 3,
-              "joint_pos_rel": num_joints, "joint_vel": num_joints, "last_action": num_joints}
-    scales = terms.policy_obs_scales(cfg.obs_ang_vel_scale, cfg.obs_joint_vel_scale)
-    layout = [{"name": name, "width": widths[name], "scale": scales[name]} for name in terms.POLICY_OBS_TERMS]
-    if cfg.gait_period_s is not None:
-        layout.append({"name": terms.CLOCK_TERM, "width": 2, "scale": 1.0})  # (sin, cos) of terms.clock_obs
-    return layout
+    clock = cfg.gait_period_s is not None
+    names = terms.POLICY_OBS_TERMS + ((terms.CLOCK_TERM,) if clock else ())
+    # the widths in the observation's order, as the task counts them (the clock's (sin, cos) unscaled)
+    widths = terms.policy_term_widths(num_joints, clock).values()
+    scales = {**terms.policy_obs_scales(cfg.obs_ang_vel_scale, cfg.obs_joint_vel_scale), terms.CLOCK_TERM: 1.0}
+    return [{"name": name, "width": width, "scale": scales[name]} for name, width in zip(names, widths, strict=True)]
 
 
 def _servo_gains(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
