@@ -187,6 +187,34 @@ def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch
     assert rows == [["0", "-", "-", "on", "native", "0.0", "37.0"], ["0", "-", "-", "off", "native", "0.0", "21.4"]]
 
 
+def test_warp_compile_adds_a_row_without_the_build_preload_only_where_there_is_one(monkeypatch, capsys) -> None:
+    """``--build-preload on off`` on Isaac Lab: with compile workers a row each, with the env's build
+    preload and without; without compile workers (no preload either way) a single row."""
+    import json
+    import subprocess
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):
+        workers, preload = int(cmd[cmd.index("--compile-workers") + 1]), cmd[cmd.index("--build-preload") + 1]
+        asked.append((workers, preload))
+        row = {"device": "cpu", "preload_workers": 0, "cache": "empty", "box_box": "-", "output": "native",
+               "adjoints": False, "sim": "isaaclab", "compile_workers": workers,
+               "build_preload": (preload == "on") if workers else None, "preload_s": 0.0, "build_s": 40.0,
+               "first_step_s": 1.0, "total_s": 41.0, "named_compiled_s": 0.0, "named_n": 0,
+               "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--sim", "isaaclab", "--preload-workers", "0", "--compile-workers", "0", "2",
+                       "--build-preload", "on", "off"])
+    assert asked == [(0, "on"), (2, "on"), (2, "off")]
+    rows = [ln.split()[:3] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "0", "-"], ["0", "2", "on"], ["0", "2", "off"]]
+
+
 def test_the_application_compiles_warp_kernels_without_adjoints_to_machine_code(monkeypatch) -> None:
     """PPO never differentiates through the physics: a Warp-based env is built with Warp's adjoint
     code off, and its CUDA kernels compiled to CUBIN (no driver JIT on a fresh machine); the MuJoCo

@@ -371,7 +371,7 @@ def test_compiling_the_physics_ahead_leaves_the_steps_as_they_were():
     steps after are then the same to the bit as an env's built without it: with nothing put back,
     the drives' new gains never reached the solver and the root height after five steps was 0.7035
     against 0.7381 m."""
-    from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+    from isaac_adapter.isaaclab.g1_direct import PRELOADED_MODULES, make_g1_direct_env
 
     actions = 0.3 * torch.sin(torch.arange(4 * 29, dtype=torch.float32).reshape(4, 29))
     runs = []
@@ -380,6 +380,7 @@ def test_compiling_the_physics_ahead_leaves_the_steps_as_they_were():
         try:
             base = env.unwrapped
             assert (base.compiled_modules > 0) == (workers > 0)
+            assert set(base.preloaded_modules) == (set(PRELOADED_MODULES) if workers else set())
             env.reset()
             for _ in range(5):
                 env.step(actions[:, :env.num_actions])
@@ -388,3 +389,42 @@ def test_compiling_the_physics_ahead_leaves_the_steps_as_they_were():
         finally:
             env.close()
     assert torch.equal(runs[0], runs[1]), (runs[0] - runs[1]).abs().max()
+
+
+PRELOAD_CHECK = """
+import sys
+import torch
+import warp as wp
+from isaac_adapter.backends.warp_stream import preload_modules
+from isaac_adapter.isaaclab.g1_direct import PRELOADED_MODULES, make_g1_direct_env
+from isaac_adapter.tasks.g1_walk import G1WalkConfig
+
+loaded = preload_modules(PRELOADED_MODULES + (sys.argv[1],), "cpu", 2)
+env = make_g1_direct_env(G1WalkConfig(num_envs=2, device="cpu"))
+env.reset()
+env.step(torch.zeros(2, env.num_actions))
+ctx = wp.get_device("cpu").context
+print("LOADED", ",".join(sorted(loaded)))
+print("REPLACED", ",".join(sorted(n for n, ex in loaded.items() if wp.get_module(n).execs.get((ctx, 1)) is not ex)))
+"""
+
+
+def test_the_preloaded_modules_are_the_ones_the_build_and_the_step_launch():
+    """With ``warp_compile_workers`` the env loads ``PRELOADED_MODULES`` side by side before Isaac Lab
+    builds it; that saves compiling only if the build and the step then launch those very variants.
+    In a fresh process (where each module holds only its import-time kernels), after a build and a
+    step, every listed module's loaded variant is still the one the preload loaded. Newton's MuJoCo
+    solver kernels, which the list leaves out, are preloaded here too and come out replaced: the
+    build adds a kernel to their module, so a preload of them is compiled again."""
+    import subprocess
+    import sys
+
+    from isaac_adapter.isaaclab.g1_direct import PRELOADED_MODULES
+
+    left_out = "newton._src.solvers.mujoco.kernels"
+    out = subprocess.run([sys.executable, "-c", PRELOAD_CHECK, left_out], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(" ", 1) if " " in line else (line, "") for line in out.stdout.splitlines()
+                 if line.startswith(("LOADED", "REPLACED")))
+    assert set(lines["LOADED"].split(",")) == {*PRELOADED_MODULES, left_out}
+    assert lines["REPLACED"] == left_out

@@ -2,12 +2,14 @@
 Newton step (:mod:`isaac_adapter.tasks.g1_walk.graph_step` records either); the compile settings
 both start with (:func:`forward_only_kernels`, :func:`machine_code_kernels`); and the kernels of a
 program compiled side by side before it first runs (:func:`launches_recorded`, :func:`compile_recorded`,
-and for a program that keeps state in Python, :func:`python_attributes_restored`)."""
+and for a program that keeps state in Python, :func:`python_attributes_restored`; for one that
+reads its launches' results, :func:`preload_modules`)."""
 
 from __future__ import annotations
 
+import importlib
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -186,8 +188,36 @@ def compile_recorded(seen: list[tuple[Any, Any, int | None]], workers: int) -> i
     unique: dict[tuple[int, str, int | None], tuple[Any, Any, int | None]] = {}
     for module, device, block_dim in seen:
         unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))
-    variants = list(unique.values())
+    return len(_load_side_by_side(list(unique.values()), workers))
+
+
+def preload_modules(names: Iterable[str], device: Any, workers: int) -> dict[str, Any]:
+    """Load the Warp modules of the Python modules ``names`` on ``device``, up to ``workers`` at a
+    time, in the variant a plain launch there uses (block size 1 on the CPU, Warp's 256 on CUDA);
+    returns ``{name: the loaded module executable}``. A name that does not import is skipped (another
+    version of the package it belongs to).
+
+    For a program whose launches cannot be recorded ahead because it reads their results (an env's
+    build): its modules of import-time kernels are compiled side by side before it runs, and it then
+    launches them without compiling. A module that gains a kernel or an overload while the program
+    runs has another hash by then and is compiled again, one after the other as before: list only
+    modules that keep their kernels (``tests_isaaclab`` checks the env's list in a fresh process).
+    """
+    device = wp.get_device(device)
+    block_dim = 1 if device.is_cpu else 256  # what wp.launch passes without a block_dim
+    modules = {}
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        modules[name] = wp.get_module(name)
+    loaded = _load_side_by_side([(m, device, block_dim) for m in modules.values()], workers)
+    return dict(zip(modules, loaded))
+
+
+def _load_side_by_side(variants: list[tuple[Any, Any, int | None]], workers: int) -> list[Any]:
+    """``module.load(device, block_dim)`` of each of ``variants``, up to ``workers`` at a time; the
+    loaded executables in the same order."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for done in [pool.submit(module.load, device, block_dim) for module, device, block_dim in variants]:
-            done.result()
-    return len(variants)
+        return [done.result() for done in [pool.submit(m.load, device, block_dim) for m, device, block_dim in variants]]

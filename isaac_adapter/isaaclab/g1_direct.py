@@ -41,8 +41,10 @@ while torch records, Newton runs its decimation loop eagerly on torch's stream i
 its own Warp graph (a Warp graph cannot be launched inside a torch capture), and after each replay
 the host counters that the skipped Python would have advanced are advanced.
 
-With ``task.warp_compile_workers`` N > 0 the env runs one physics step with every Warp launch
-recorded instead of run and compiles the modules it named N at a time before the first real step
+With ``task.warp_compile_workers`` N > 0 the env first loads the modules of import-time kernels
+that its build and its step launch (:data:`PRELOADED_MODULES`), N at a time, before Isaac Lab builds
+the scene; after the build it runs one physics step with every Warp launch recorded instead of run
+and compiles what else it named (the model's own kernels) N at a time before the first real step
 (:meth:`G1WalkDirectEnv.compile_physics_ahead`); what Newton's Python keeps about that step is then
 put back, so the steps after are the same as without it.
 """
@@ -90,12 +92,29 @@ from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.backends.warp_stream import (  # noqa: E402
     compile_recorded,
     launches_recorded,
+    preload_modules,
     python_attributes_restored,
     warp_on_torch_stream,
 )
 from isaac_adapter.math import quat_apply  # noqa: E402
 
 TASK_ID = "G1-Walk-Direct-Isaac"
+
+# The Python modules whose Warp kernels a cold build and first step of this env compile one after the
+# other, and which keep those kernels while it runs (Isaac Lab 3.0, Newton 1.6, MuJoCo Warp 3.12; read
+# from a cold start's Warp log). Left out: Newton's MuJoCo solver kernels and Isaac Lab's joint
+# ordering kernels, which gain a kernel or an overload during the build, and the model's own kernels.
+PRELOADED_MODULES = (
+    "mujoco_warp._src.smooth", "mujoco_warp._src.io", "mujoco_warp._src.sensor", "mujoco_warp._src.passive",
+    "mujoco_warp._src.derivative", "mujoco_warp._src.forward", "mujoco_warp._src.solver",
+    "mujoco_warp._src.support", "mujoco_warp._src.constraint",
+    "newton._src.sim.articulation", "newton._src.utils.selection", "newton._src.geometry.bvh",
+    "newton._src.sensors.sensor_contact", "newton._src.geometry.narrow_phase", "newton._src.sim.collide",
+    "newton._src.geometry.broad_phase_nxn",
+    "isaaclab_newton.assets.kernels", "isaaclab_newton.assets.articulation.kernels",
+    "isaaclab_newton.sensors.contact_sensor.contact_sensor_kernels", "isaaclab.sensors.kernels",
+    "isaaclab.actuators.actuator_kernels",
+)
 
 
 def mujoco_solver_options(model: Any) -> dict[str, Any]:
@@ -207,6 +226,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False
+        workers = task.warp_compile_workers
+        self.preloaded_modules = preload_modules(PRELOADED_MODULES, cfg.sim.device, workers) if workers else {}
         DirectRLEnv.__init__(self, cfg, render_mode, **kwargs)
         if self.max_episode_length != task.max_episode_length:
             raise ValueError(f"Isaac Lab counts {self.max_episode_length} steps per episode, the task {task.max_episode_length}")
@@ -258,7 +279,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         # record the whole step in one CUDA graph and replay it (CUDA, reset by mask; module docstring)
         self.cuda_graph = False
         self._step_graph: StepGraph | None = None
-        self.compiled_modules = self.compile_physics_ahead(task.warp_compile_workers) if task.warp_compile_workers else 0
+        self.compiled_modules = self.compile_physics_ahead(workers) if workers else 0
 
     def compile_physics_ahead(self, workers: int) -> int:
         """Compile the Warp modules of one physics step ``workers`` at a time, before it first runs;

@@ -10,6 +10,7 @@
     python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --adjoints on off   # G1WalkDirectEnv (Isaac Lab venv)
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --cuda-output ptx cubin   # machine code or PTX
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 0 16   # modules side by side
+    python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --compile-workers 0 2 --build-preload on off
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -18,9 +19,9 @@ policy step, and prints the time of each phase and the compile time of the modul
 split into MuJoCo Warp's named modules (``mujoco_warp._src.smooth``, ...; Python modules of kernels)
 and the per-model kernels it generates at the first call (each its own module). Warp compiles a
 module the first time one of its kernels is launched, one after the other; with
-``--preload-workers N`` the named modules seen in a cold run are compiled first by
-``wp.force_load(..., max_workers=N)``, N at a time, before the backend is built. The per-model
-kernels do not exist before the first call, so they still compile one by one.
+``--preload-workers N`` the named modules seen in a cold run are compiled first, N at a time, in
+the variant a launch loads (``backends.warp_stream.preload_modules``), before the backend is built.
+The per-model kernels do not exist before the first call, so they still compile one by one.
 
 ``--training-start`` adds a whole training start: ``examples/g1_walk.py --task G1-Walk-Clock-Fast-v0
 --symmetry both`` for one iteration on the same device and env count, in a fresh process with an
@@ -46,7 +47,9 @@ programs once with every launch recorded instead of run, then compiling the modu
 at a time (``env.warp_compile_workers``; ``backends.warp_stream.launches_recorded``). Unlike ``--preload-workers``, which compiles MuJoCo Warp's named
 modules, this covers the per-model kernels too, which exist only once the model is known. With
 ``--sim isaaclab``, ``G1WalkDirectEnv`` records one physics step of Newton's instead
-(``G1WalkDirectEnv.compile_physics_ahead``) and puts back what Newton's Python kept about it.
+(``G1WalkDirectEnv.compile_physics_ahead``) and puts back what Newton's Python kept about it; before
+its build it also loads the modules of import-time kernels that its build and step launch, as many at a
+time (``g1_direct.PRELOADED_MODULES``); ``--build-preload on off`` adds a row without that preload.
 
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
@@ -76,6 +79,7 @@ import time
 from pathlib import Path
 
 from isaac_adapter.app.bench.common import checkout_env, format_table
+from isaac_adapter.backends.warp_stream import preload_modules
 
 # MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
 NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
@@ -103,7 +107,7 @@ def split_loads(log: str) -> dict[str, float]:
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
-            sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0) -> dict:
+            sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True) -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split."""
     import warp as wp
@@ -115,7 +119,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
-                 "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers}
+                 "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers,
+                 "build_preload": build_preload if sim == "isaaclab" and compile_workers else None}
     with contextlib.redirect_stdout(log):
         wp.init()
         # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
@@ -130,15 +135,20 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
         from isaac_adapter.tasks.g1_walk.env import make_warp_backend
 
         start = time.perf_counter()
-        if preload_workers:
-            modules = [wp.get_module(f"mujoco_warp._src.{name}") for name in NAMED_MODULES]
-            wp.force_load(device=device, modules=modules, max_workers=preload_workers)
+        if preload_workers:  # in the variant a launch loads (wp.force_load's default on the CPU is another)
+            preload_modules([f"mujoco_warp._src.{name}" for name in NAMED_MODULES], device, preload_workers)
         row["preload_s"] = time.perf_counter() - start
         start = time.perf_counter()
         cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
                                 warp_compile_workers=compile_workers)
         if sim == "isaaclab":
+            from isaac_adapter.isaaclab import g1_direct
             from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+            wp.config.quiet = False  # Isaac Lab's import silences the module load lines the split reads
+
+            if not build_preload:  # the env as it was before it loaded these ahead of its build
+                g1_direct.PRELOADED_MODULES = ()
 
             env = make_g1_direct_env(cfg, device=device)
             row["build_s"] = time.perf_counter() - start
@@ -197,6 +207,12 @@ def _output(row: dict) -> str:
     return f"{output} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
 
 
+def _build_preload(row: dict) -> str:
+    """The row's build preload: on / off, or - where there is none (no compile workers, or not Isaac Lab)."""
+    value = row.get("build_preload")
+    return "-" if value is None else ("on" if value else "off")
+
+
 def _adjoints(row: dict) -> str:
     """The table's adjoints column: ``on`` / ``off``, ``-`` for a row measured before the column."""
     return "-" if "adjoints" not in row else ("on" if row["adjoints"] else "off")
@@ -247,6 +263,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--compile-workers", type=int, nargs="+", default=[0], metavar="N",
                    help="the MuJoCo Warp backend finds the modules of its programs and compiles them N at a time "
                    "before they run (env.warp_compile_workers), one row each (default 0: each at its first launch)")
+    p.add_argument("--build-preload", nargs="+", choices=("on", "off"), default=["on"],
+                   help="with --sim isaaclab and compile workers: G1WalkDirectEnv first loads the modules its build and "
+                   "step launch (on, as the env does) or leaves them to the build (off), one row each")
     p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
                    help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
@@ -268,15 +287,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.one:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
-                                          args.sim, args.cuda_output[0], args.compile_workers[0])))
+                                          args.sim, args.cuda_output[0], args.compile_workers[0],
+                                          args.build_preload[0] == "on")))
         return
     rows, failed = [], []
-    for box_box, workers, adjoints, output, ahead in [
-            (b, w, a, o, c) for b in args.box_box for w in args.preload_workers for a in args.adjoints
-            for o in args.cuda_output for c in args.compile_workers]:
+    # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
+    combos = [(b, w, a, o, c, bp) for b in args.box_box for w in args.preload_workers for a in args.adjoints
+              for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
+              if bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0)]
+    for box_box, workers, adjoints, output, ahead, build_preload in combos:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
-               "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead)] + (
+               "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead),
+               "--build-preload", build_preload] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -287,7 +310,9 @@ def main(argv: list[str] | None = None) -> None:
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
             failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints} "
-                          f"--cuda-output {output} --compile-workers {ahead}: {failure(done)}")
+                          f"--cuda-output {output} --compile-workers {ahead}"
+                          + (f" --build-preload {build_preload}" if args.sim == "isaaclab" and ahead else "")
+                          + f": {failure(done)}")
             print(failed[-1], flush=True)
             continue
         rows.append(json.loads(line[4:]))
@@ -296,13 +321,13 @@ def main(argv: list[str] | None = None) -> None:
     built = "MuJoCo Warp" if args.sim == "warp" else "Isaac Lab (G1WalkDirectEnv)"
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
-    table = [[str(r["preload_workers"]), str(r.get("compile_workers", "-")), r.get("box_box", "-"), _adjoints(r),
-              _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}",
-              f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
-    print(format_table(["preload workers", "compile workers", "box-box", "adjoints", "output", "preload s", "build s",
-                        "first step s", "total s", *LOAD_HEADERS], table))
-    runs = (len(args.preload_workers) * len(args.box_box) * len(args.adjoints) * len(args.cuda_output)
-            * len(args.compile_workers))
+    preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
+    table = [[str(r["preload_workers"]), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
+              r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
+              f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
+    print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
+                        "adjoints", "output", "preload s", "build s", "first step s", "total s", *LOAD_HEADERS], table))
+    runs = len(combos)
     if args.training_start:
         runs += 1
         try:
