@@ -221,3 +221,35 @@ def test_the_g1_probe_records_the_kicked_envs_of_each_step() -> None:
     quiet = G1WalkEnv(G1WalkConfig(num_envs=2, seed=0, physics_threads=1))
     quiet.reset()
     assert G1WalkProbe(quiet).after_step(quiet.step(torch.zeros(2, quiet.num_actions))).pushed is None
+
+
+def test_the_table_of_records_gives_each_lines_mean_over_the_seeds(tmp_path, capsys) -> None:
+    """``--table``: one row per record that ``--json`` wrote, each line's mean over its seeds, ``*``
+    where the mean fails the line's limit, and at how many seeds the gate passed; a one-seed record
+    is a row of its own. Bad input is one line."""
+    import json
+
+    from isaac_adapter.app.bench import g1_gate
+
+    def run(falls: float, perf: float) -> dict:
+        return {"passed": falls <= 1 and perf >= 0.9,
+                "lines": [{"name": "falls (battery, all starts)", "value": falls, "threshold": 1, "op": "<="},
+                          {"name": "tracking perf (battery)", "value": perf, "threshold": 0.9, "op": ">="}]}
+
+    records = {"a": {"checkpoint": "runs/a/model_10.pt", "seeds": [run(0, 0.95), run(2, 0.86)]},
+               "b": {"checkpoint": "runs/b/model_10.pt", **run(1, 0.902)},
+               "c": {"checkpoint": "runs/c/model_10.pt", "seeds": [run(2, 0.88), run(1, 0.90)]}}
+    for name, record in records.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    assert g1_gate.main(["--table", *(str(tmp_path / f"{name}.json") for name in records)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[1].split()[-4:] == ["<=", "1", ">=", "0.9"]
+    assert rows[2].split() == ["runs/a/model_10.pt", "1.0", "0.905", "1", "of", "2"]
+    assert rows[3].split() == ["runs/b/model_10.pt", "1.0", "0.902", "1", "of", "1"]
+    assert rows[4].split() == ["runs/c/model_10.pt", "1.5*", "0.890*", "1", "of", "2"]
+
+    (tmp_path / "other.json").write_text(json.dumps({"iteration": 3}))
+    with pytest.raises(SystemExit, match=r"^error: --table .*other.json: not a record that --json wrote"):
+        g1_gate.main(["--table", str(tmp_path / "other.json")])
+    with pytest.raises(SystemExit, match="^error: --table prints records already written; give it no checkpoint"):
+        g1_gate.main([CHECKPOINT, "--table", str(tmp_path / "a.json")])

@@ -3,7 +3,8 @@ sees its current frame and the frames it acted on before, newest first, the epis
 standing in for those it has not had; the critic sees the current frame alone; an ended env's
 history restarts and the others' go on; the final observation carries the history the episode
 ended with; the mirror acts frame by frame; the env's state round-trips; the deployment script
-stacks the same frames; bad settings are one line."""
+stacks the same frames; a one-frame checkpoint widened to more frames acts as before; bad settings
+are one line."""
 
 from __future__ import annotations
 
@@ -167,3 +168,46 @@ def test_the_deployment_script_stacks_the_frames_as_the_task_does() -> None:
 def test_a_bad_frame_count_is_one_line(value) -> None:
     with pytest.raises(ValueError, match=r"^policy_obs_frames must be an integer >= 1 \(1: no history\), got"):
         G1WalkConfig(policy_obs_frames=value)
+
+
+def test_a_widened_checkpoint_acts_as_the_original_on_the_frame_it_saw(tmp_path):
+    """``scripts/widen_policy_frames.py``: the shipped one-frame robust policy widened to 3 frames
+    gives the original's actions (and values) whatever the two past frames hold, records 3 frames,
+    repeats its normalizer statistics per frame, and loads as a 3-frame policy."""
+    from ppo_bootstrap import checkpoint
+
+    from isaac_adapter.tasks.g1_walk.widen_frames import widen_policy_frames
+
+    src = Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_robust_ft_it2200.pt"
+    ckpt = checkpoint.read(src)
+    checkpoint.save_atomic(widen_policy_frames(ckpt, 3), tmp_path / "k3.pt")
+    wide = checkpoint.read(tmp_path / "k3.pt")  # the checksum verifies
+    assert wide["task"]["env"]["policy_obs_frames"] == 3 and "ppo" not in wide
+    width = ckpt["policy"]["actor.normalizer.mean"].numel()
+    critic_width, actions = ckpt["policy"]["critic.normalizer.mean"].numel(), ckpt["policy"]["actor.head.6.bias"].numel()
+    assert torch.equal(wide["policy"]["actor.normalizer.m2"], ckpt["policy"]["actor.normalizer.m2"].repeat(3))
+
+    g = torch.Generator().manual_seed(0)
+    current, past = torch.randn(5, width, generator=g), 3.0 * torch.randn(5, 2 * width, generator=g)
+    critic = torch.randn(5, critic_width, generator=g)
+    one = checkpoint.load_policy(src, {POLICY: current, CRITIC: critic}, actions)
+    three = checkpoint.load_policy(tmp_path / "k3.pt", {POLICY: torch.cat([current, past], -1), CRITIC: critic}, actions)
+    with torch.no_grad():
+        assert torch.equal(three.act_inference(torch.cat([current, past], -1))[0], one.act_inference(current)[0])
+        assert torch.equal(three.value(critic, None)[0], one.value(critic, None)[0])
+        assert three.act_inference(torch.cat([current, past], -1))[0].abs().sum() > 0
+
+
+def test_widening_to_no_more_frames_or_a_foreign_checkpoint_is_one_line(tmp_path):
+    from ppo_bootstrap import checkpoint
+
+    from isaac_adapter.tasks.g1_walk.widen_frames import widen_policy_frames
+
+    ckpt = checkpoint.read(Path(__file__).resolve().parents[1] / "docs" / "checkpoints" / "g1_robust_ft_it2200.pt")
+    with pytest.raises(ValueError, match=r"^--frames 1: the checkpoint's policy sees 1 frame\(s\) already"):
+        widen_policy_frames(ckpt, 1)
+    with pytest.raises(ValueError, match="records no G1 task"):
+        widen_policy_frames({k: v for k, v in ckpt.items() if k != "task"}, 3)
+    recurrent = {**ckpt, "config": {**ckpt["config"], "policy": {**ckpt["config"]["policy"], "recurrent": "gru"}}}
+    with pytest.raises(ValueError, match="recurrent"):
+        widen_policy_frames(recurrent, 3)

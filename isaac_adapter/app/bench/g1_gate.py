@@ -6,6 +6,7 @@
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --sim isaaclab  # on Isaac Lab
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_s1_it1300.pt --robust --only noise  # one part of it
     python benchmarks/g1_gate.py docs/checkpoints/g1_robust_ft_it2200.pt --robust --seed 0 1 2  # does it hold?
+    python benchmarks/g1_gate.py --table docs/time_to_walk/robust/cpu_history/*.json  # records --json wrote
 
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
 one seeded rollout on CPU MuJoCo (``--sim``: or MuJoCo Warp, or Isaac Lab's ``G1WalkDirectEnv``, on
@@ -61,7 +62,7 @@ def env_builder(sim: str, device: str) -> Any:
 @torch.no_grad()  # in-process callers (tests, other scripts) get their grad mode back
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a Runner checkpoint (model_<it>.pt) of a G1-Walk task")
+    parser.add_argument("checkpoint", nargs="?", help="a Runner checkpoint (model_<it>.pt) of a G1-Walk task")
     parser.add_argument("--starts", type=int, default=GateConfig.starts, help="noisy starts per command")
     parser.add_argument("--horizon-s", type=float, default=GateConfig.horizon_s)
     parser.add_argument("--seed", type=int, nargs="+", default=[GateConfig.seed],
@@ -76,7 +77,17 @@ def main(argv: list[str] | None = None) -> int:
                              f"fails under ({', '.join(ROBUST_GATE_PARTS)})")
     parser.add_argument("--sim", choices=tuple(GATE_SIMS), default="mujoco", help="the simulator the gate runs on")
     parser.add_argument("--device", default="cpu", help="--sim warp or isaaclab: where the physics runs")
+    parser.add_argument("--table", nargs="+", metavar="JSON", default=None,
+                        help="print the records that --json wrote, one row per checkpoint (its seeds' mean of each "
+                             "line, at how many seeds it passed), and measure nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        if args.checkpoint:
+            raise SystemExit("error: --table prints records already written; give it no checkpoint")
+        print(records_table([_read_record(path) for path in args.table]))
+        return 0
+    if not args.checkpoint:
+        raise SystemExit("error: give a checkpoint to judge, or --table JSON ... to print judged ones")
     if args.sim == "mujoco" and args.device != "cpu":
         raise SystemExit(f"error: --device {args.device}: CPU MuJoCo runs on the CPU; pick --sim warp or isaaclab")
     if not Path(args.checkpoint).is_file():
@@ -131,6 +142,42 @@ def seeds_table(results: list[tuple[int, GateResult]]) -> str:
         out.append(row(str(seed), cells, "PASS" if result.passed else "FAIL"))
     passed = sum(result.passed for _, result in results)
     out.append(f"{results[0][1].config.name}: passed at {passed} of {len(results)} seeds")
+    return "\n".join(out)
+
+
+def _read_record(path: str) -> dict[str, Any]:
+    """A record ``--json`` wrote, with its runs as a list ``seeds`` (one seed's record has its run at
+    the top level)."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"error: --table {path}: not a record that --json wrote ({err})") from None
+    if not isinstance(record, dict) or not ("lines" in record or "seeds" in record):
+        raise SystemExit(f"error: --table {path}: not a record that --json wrote (no gate lines in it)")
+    return record if "seeds" in record else {**record, "seeds": [record]}
+
+
+def records_table(records: list[dict[str, Any]]) -> str:
+    """One row per record: its checkpoint, each line's mean over the record's seeds (``*`` where the
+    mean fails the line's limit), and at how many seeds the gate passed."""
+    first = records[0]["seeds"][0]["lines"]
+    heads = [_short(line["name"]) for line in first]
+    widths = [max(len(head), 9) for head in heads]
+    name_width = max(len("limit (a mean over seeds)"), *(len(r["checkpoint"]) for r in records))
+
+    def row(name: str, cells: list[str], last: str) -> str:
+        return f"{name:<{name_width}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths)) + f"  {last}"
+
+    out = [row("checkpoint", heads, "passed at seeds"),
+           row("limit (a mean over seeds)", [f"{line['op']} {line['threshold']:g} " for line in first], "")]
+    for record in records:
+        runs = record["seeds"]
+        cells = []
+        for k, line in enumerate(first):
+            value = sum(run["lines"][k]["value"] for run in runs) / len(runs)
+            ok = value <= line["threshold"] if line["op"] == "<=" else value >= line["threshold"]
+            cells.append(f"{value:.{1 if line['name'].startswith('falls') else 3}f}" + (" " if ok else "*"))
+        out.append(row(record["checkpoint"], cells, f"{sum(run['passed'] for run in runs)} of {len(runs)}"))
     return "\n".join(out)
 
 
