@@ -79,7 +79,6 @@ import time
 from pathlib import Path
 
 from isaac_adapter.app.bench.common import checkout_env, format_table
-from isaac_adapter.backends.warp_stream import preload_modules
 
 # MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
 NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
@@ -133,6 +132,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
 
         from isaac_adapter.tasks.g1_walk.config import clock_fast_config
         from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+        from isaac_adapter.backends.warp_stream import preload_modules
 
         start = time.perf_counter()
         if preload_workers:  # in the variant a launch loads (wp.force_load's default on the CPU is another)
