@@ -130,10 +130,9 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
         import mujoco_warp  # noqa: F401  (its named modules, for the preload)
         import torch
 
+        from isaac_adapter.backends.warp_stream import preload_modules
         from isaac_adapter.tasks.g1_walk.config import clock_fast_config
         from isaac_adapter.tasks.g1_walk.env import make_warp_backend
-
-        from isaac_adapter.backends.warp_stream import preload_modules
 
         start = time.perf_counter()
         if preload_workers:  # in the variant a launch loads (wp.force_load's default on the CPU is another)

@@ -18,8 +18,6 @@ from typing import Any
 
 import torch
 
-from ppo_bootstrap import checkpoint
-
 ACTOR_NORMALIZER = "actor.normalizer."
 ACTOR_HEAD = "actor.head."
 # what a policy-only file keeps (the optimizer, env and RNG states of a full one are sized for the old input)
@@ -33,7 +31,7 @@ def widen_policy_frames(ckpt: Mapping[str, Any], frames: int) -> dict[str, Any]:
     feed-forward policy. Its actor's first layer ``[H, K * D]`` (K frames of width D, newest first)
     becomes ``[H, frames * D]`` with zero columns appended; each actor normalizer vector ``[K * D]``
     becomes ``[frames * D]``, its oldest frame's slice repeated. The result records ``frames`` in
-    ``task/env/policy_obs_frames`` and has a fresh checksum.
+    ``task/env/policy_obs_frames``; :func:`ppo_bootstrap.checkpoint.save_atomic` writes it with its checksum.
 
     Raises:
         ValueError: one line: no G1 task recorded, a recurrent policy, or ``frames`` not more than
@@ -59,5 +57,4 @@ def widen_policy_frames(ckpt: Mapping[str, Any], frames: int) -> dict[str, Any]:
     out = {k: ckpt[k] for k in POLICY_ONLY if k in ckpt}
     out["policy"] = policy
     out["task"] = {**ckpt["task"], "env": {**env, "policy_obs_frames": int(frames)}}
-    out["checksum"] = checkpoint.checksum(out)
     return out
