@@ -89,7 +89,12 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
 
     out = Path(args.out)
     run_dir = out / "direct_run"
-    task = walk_config(True, num_envs=args.num_envs, seed=args.seed, device=args.device)
+    # the judged policies' input: as many observation frames as they recorded (one env for all of them)
+    frames = {checkpoint_walk_config(path).policy_obs_frames for path in args.judge} or {1}
+    if len(frames) > 1 or (not args.judge_only and frames != {1}):
+        raise SystemExit(f"error: --judge checkpoints see {sorted(frames)} observation frames: judge those of one "
+                         "count per call, with --judge-only unless they see one frame (the trained task's)")
+    task = walk_config(True, num_envs=args.num_envs, seed=args.seed, device=args.device, policy_obs_frames=frames.pop())
     t = elapsed()
     env = make_g1_direct_env(task)
     obs = env.reset()

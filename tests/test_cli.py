@@ -396,3 +396,17 @@ def test_the_resume_command_a_stopped_run_prints_resumes_from_its_checkpoint(tmp
     assert words[2:] == ["--num_envs", "4", "env.rewards.joint_vel=-0.003", "--checkpoint", str(ckpt)]
     args = g1_walk.parse_args(words[2:])
     assert app_train.resume_path(args, "demo") == ckpt and args.num_envs == 4
+
+
+def test_training_picks_egl_only_where_libegl_is(monkeypatch):
+    """Without libEGL, MuJoCo's EGL backend fails inside ``import mujoco``: the entry points then leave
+    MUJOCO_GL unset, so training starts (and a clip says it could not render) instead of crashing."""
+    from isaac_adapter import app
+
+    monkeypatch.setattr(app.sys, "platform", "linux")
+    for library, expected in ((None, None), ("libEGL.so.1", "egl")):
+        environ: dict[str, str] = {}
+        monkeypatch.setattr(app.os, "environ", environ)
+        monkeypatch.setattr(app.ctypes.util, "find_library", lambda name, found=library: found if name == "EGL" else None)
+        app.headless_rendering(["--task", "G1-Walk-Clock-CPU-v0"])
+        assert environ.get("MUJOCO_GL") == expected

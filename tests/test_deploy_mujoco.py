@@ -129,7 +129,7 @@ def test_the_shipped_robust_policy_walks_the_same_commands_through_the_script(tm
     """The randomization-trained policy, exported as its training run would export it, walks the 20 s
     of mixed commands through the standalone script without a fall."""
     path = ROOT / "docs" / "checkpoints" / name
-    cfg = checkpoint_walk_config(str(path), num_envs=1)
+    cfg = checkpoint_walk_config(str(path), num_envs=1, randomized=True)
     assert cfg.randomization.enabled  # what it trained with; the script adds none of it
     env = G1WalkEnv(cfg)
     obs = env.reset(seed=0)

@@ -176,7 +176,7 @@ def test_play_takes_env_overrides_on_the_recorded_task_and_refuses_agent_ones_in
     from isaac_adapter.tasks.registry import checkpoint_walk_config
 
     path = os.path.join(ROOT, "docs", "checkpoints", "g1_robust_s1_it1300.pt")
-    recorded = checkpoint_walk_config(path).randomization
+    recorded = checkpoint_walk_config(path, randomized=True).randomization
     args = cli.parse_args(["--play", path, "env.randomization.push_interval_s=[2,3]", "env.episode_length_s=7"])
     spec, cfg = play.play_config(path, args)
     assert spec.id == "G1-Walk-Robust-v0" and cfg.episode_length_s == 7.0

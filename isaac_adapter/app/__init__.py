@@ -14,7 +14,9 @@ Modules: :mod:`~isaac_adapter.app.args` (every flag, declared once), :mod:`~isaa
 :mod:`~isaac_adapter.app.cli` (the subcommands, and ``examples/g1_walk.py``'s flags).
 """
 
+import ctypes.util
 import os
+import sys
 import time
 
 STARTED = time.perf_counter()  # before the heavy imports: the trainer's startup line counts them
@@ -26,5 +28,9 @@ def headless_rendering(argv: list[str]) -> None:
     reads ``MUJOCO_GL`` when it is first imported, so the entry points call this before importing
     anything else."""
     if argv[:1] in (["eval"], ["list"]) or "--eval" in argv or any(a.startswith("--eval=") for a in argv):
+        return
+    # Without libEGL, MuJoCo's EGL backend fails inside `import mujoco` (not as an ImportError), so
+    # training could not start; left unset, a clip asked for there says instead what is missing.
+    if sys.platform.startswith("linux") and ctypes.util.find_library("EGL") is None:
         return
     os.environ.setdefault("MUJOCO_GL", "egl")

@@ -79,32 +79,19 @@ def apply_override(config: Any, key: str, value: Any, prefix: str = "") -> Any:
 
     ``prefix`` is prepended to ``key`` in error messages (the name of ``config`` on the command line).
     """
-    head, _, rest = key.partition(".")
-    full = f"{prefix}{key}"
-    names = [f.name for f in dataclasses.fields(config)]
-    if head not in names:
-        raise _no_field(config, head, names, full)
-    current = getattr(config, head)
-    if rest:
-        if not dataclasses.is_dataclass(current):
-            raise OverrideError(f"override {full}: {prefix}{head} is a value, not a group of fields")
-        new = apply_override(current, rest, value, prefix=f"{prefix}{head}.")
-    elif dataclasses.is_dataclass(current):
-        raise OverrideError(f"override {full}: a group of fields; set one of them ({full}.<field>=...)")
-    else:
-        new = _convert(value, current, full)
-    try:
-        return dataclasses.replace(config, **{head: new})
-    except (ValueError, TypeError) as err:
-        raise OverrideError(f"override {full}={value!r}: {err}") from None
+    return _apply_together(config, [(key, value)], prefix)
 
 
 def apply_overrides(configs: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``overrides`` (``"root.path=value"``) to the dataclasses ``configs`` (root name -> config).
 
-    Returns a new dict; ``configs`` is left as it was.
+    The overrides of one group are set together: each group is rebuilt once, with all of its new
+    fields, so that fields its validation pairs can be given on one command line
+    (``env.randomization.push_interval_s=[2,4] env.randomization.push_velocity=[-0.5,0.5]``); a key
+    given twice takes its last value. Returns a new dict; ``configs`` is left as it was.
     """
     out = dict(configs)
+    per_root: dict[str, list[tuple[str, Any]]] = {}
     for text in overrides:
         key, value = parse_override(text)
         root, _, path = key.partition(".")
@@ -112,8 +99,39 @@ def apply_overrides(configs: dict[str, Any], overrides: list[str]) -> dict[str, 
             raise OverrideError(f"override {key}: keys start with {' or '.join(f'{r}.' for r in configs)}")
         if out[root] is None:
             raise OverrideError(f"override {key}: this run has no {root} config to change")
-        out[root] = apply_override(out[root], path, value, prefix=f"{root}.")
+        per_root.setdefault(root, []).append((path, value))
+    for root, items in per_root.items():
+        out[root] = _apply_together(out[root], items, prefix=f"{root}.")
     return out
+
+
+def _apply_together(config: Any, items: list[tuple[str, Any]], prefix: str) -> Any:
+    """A copy of dataclass ``config`` with every dotted key of ``items`` set to its value, each group
+    rebuilt (and so validated) once; a refused result names every override of the group."""
+    names = [f.name for f in dataclasses.fields(config)]
+    per_field: dict[str, list[tuple[str, Any]]] = {}
+    for key, value in items:
+        head, _, rest = key.partition(".")
+        if head not in names:
+            raise _no_field(config, head, names, f"{prefix}{key}")
+        per_field.setdefault(head, []).append((rest, value))
+    changes = {}
+    for head, sets in per_field.items():
+        current, full = getattr(config, head), f"{prefix}{head}"
+        if dataclasses.is_dataclass(current):
+            if any(not rest for rest, _ in sets):
+                raise OverrideError(f"override {full}: a group of fields; set one of them ({full}.<field>=...)")
+            changes[head] = _apply_together(current, sets, prefix=f"{full}.")
+            continue
+        if any(rest for rest, _ in sets):
+            raise OverrideError(f"override {full}.{next(rest for rest, _ in sets if rest)}: {full} is a value, "
+                                "not a group of fields")
+        changes[head] = [_convert(value, current, full) for _, value in sets][-1]
+    try:
+        return dataclasses.replace(config, **changes)
+    except (ValueError, TypeError) as err:
+        given = " ".join(f"{prefix}{key}={value!r}" for key, value in items)
+        raise OverrideError(f"override {given}: {err}") from None
 
 
 def _is_group(value: Any) -> bool:

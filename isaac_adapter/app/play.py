@@ -80,8 +80,9 @@ def play_config(path: str, args: Args, flag: str = "--play") -> tuple[registry.T
     if args.sim not in ("auto", "mujoco"):
         raise UsageError(f"{args.flag('sim')} {args.sim}: {flag} runs on CPU MuJoCo (--sim mujoco)")
     variant = {"model_variant": args.model_variant} if args.model_variant else {}
-    cfg = registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed, **variant)
-    # validated as each is applied; an agent.* key is refused in one line: play has no agent
+    cfg = registry.checkpoint_walk_config(path, num_envs=args.num_envs or PLAY_ENVS, seed=args.seed,
+                                         randomized=True, **variant)
+    # a group validated once with all its overrides; an agent.* key is refused in one line: play has no agent
     return spec, apply_overrides({"env": cfg}, args.overrides)["env"]
 
 

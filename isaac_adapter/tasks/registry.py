@@ -219,11 +219,17 @@ def resolve(spec: TaskSpec, sim: str = "auto", device: str = "auto") -> tuple[st
     return sim, device
 
 
-def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **overrides: Any) -> Any:
+def checkpoint_walk_config(path: str, gait_clock: bool | None = None, randomized: bool = False,
+                           **overrides: Any) -> Any:
     """The :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` to evaluate the G1-Walk checkpoint
     at ``path`` on: the task it recorded (every field but ``num_envs``, ``device``, ``seed`` and
     ``physics_threads``), its task variant's preset for what it did not record, and ``overrides``
     over both (see ``config.stored_config``).
+
+    Evaluation judges a policy in the nominal world: without the domain randomization it trained
+    under (drawn physics, pushes, observation noise, action delay), as the walking gate does; the
+    robustness gate brings its own. ``randomized`` keeps the recorded randomization (play shows the
+    world the policy trained in).
 
     A checkpoint that recorded no config (older files) gets the command settings of that time,
     ``config.LEGACY_COMMANDS``, so that its published mixed-command figures stay reproducible.
@@ -232,6 +238,7 @@ def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **override
     from ppo_bootstrap import checkpoint
 
     from isaac_adapter.tasks.g1_walk.config import stored_config
+    from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
     spec, params = checkpoint_task(checkpoint.read(path), path)
     if not spec.is_g1_walk:
@@ -240,6 +247,8 @@ def checkpoint_walk_config(path: str, gait_clock: bool | None = None, **override
     if gait_clock is not None and gait_clock != spec.gait_clock:
         preset = "gait_clock" if gait_clock else "default"
         params = {k: v for k, v in params.items() if k not in ("gait_period_s", "rewards")}
+    if not randomized:
+        overrides.setdefault("randomization", RandomizationCfg())  # all off; an override still wins
     return stored_config(params, preset, **overrides)
 
 
