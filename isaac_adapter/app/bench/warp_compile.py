@@ -127,7 +127,7 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
         # versions behind Warp's choice
         row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
         row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
-        import mujoco_warp  # noqa: F401  (its named modules, for the preload)
+        import mujoco_warp  # noqa: F401  (imported before the clock starts: its import time is no phase's)
         import torch
 
         from isaac_adapter.backends.warp_stream import preload_modules
