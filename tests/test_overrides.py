@@ -72,6 +72,7 @@ def test_yaml_exponent_without_a_dot_is_still_a_number():
     ("x.inner.count=2.5", "override x.inner.count: expected a whole number, got 2.5"),
     ("x.inner.flag=1", "override x.inner.flag: expected true or false, got 1"),
     ("x.inner.sizes=4", "override x.inner.sizes: expected a list like [1, 2], got 4"),
+    ("x.inner.sizes=None", "override x.inner.sizes: expected a list like [1, 2], got 'None' (None is spelt null here: x.inner.sizes=null)"),
     ("x.inner.rate=-1", "override x.inner.rate=-1: rate must be >= 0, got -1.0"),
     ("x.inner=3", "override x.inner: a group of fields; set one of them (x.inner.<field>=...)"),
     ("x.steps.y=3", "override x.steps.y: x.steps is a value, not a group of fields"),

@@ -319,3 +319,10 @@ def test_isaac_lab_records_no_step_that_draws_physical_parameters() -> None:
     assert kept.pushes and kept.noisy and kept.delayed
     assert graph_unsupported(dataclasses.replace(robust, randomization=kept)) is None
     assert graph_unsupported(walk_config(preset="clock_fast_v2")) is None
+    # the fix the line gives, as typed on the command line, turns exactly those fields off
+    from isaac_adapter.app.overrides import apply_overrides
+
+    typed = [word.rstrip(";") for word in why.split() if word.startswith(("env.randomization.", "(env.randomization."))]
+    assert len(typed) == 7
+    fixed = apply_overrides({"env": robust}, [word.lstrip("(") for word in typed])["env"]
+    assert fixed.randomization == kept and graph_unsupported(fixed) is None

@@ -61,7 +61,8 @@ def _convert(value: Any, current: Any, key: str) -> Any:
         return type(current)(value)
     if isinstance(current, (tuple, list)):
         if not isinstance(value, (list, tuple)):
-            raise OverrideError(f"override {key}: expected a list like [1, 2], got {value!r}")
+            hint = f" (None is spelt null here: {key}=null)" if value in ("None", "none") else ""  # YAML's spelling
+            raise OverrideError(f"override {key}: expected a list like [1, 2], got {value!r}{hint}")
         return type(current)(value)
     if isinstance(current, str) and not isinstance(value, str):
         return str(value)

@@ -112,9 +112,10 @@ def graph_unsupported(task: Any) -> str | None:
     reset the ended envs without it."""
     if task.randomization.physics:
         fields = ", ".join(f"randomization.{name}" for name in task.randomization.physics)
+        off = " ".join(f"env.randomization.{name}=null" for name in task.randomization.physics)
         return (f"--cuda-graph-step on Isaac Lab: {fields} reach Newton's solver through a host-side model update "
-                "that a recorded step cannot replay; train without --cuda-graph-step, or set them to None "
-                "(pushes, observation noise and the action delay are recorded)")
+                f"that a recorded step cannot replay; train without --cuda-graph-step, or turn them off ({off}; "
+                "pushes, observation noise and the action delay are recorded)")
     return None
 
 
