@@ -44,8 +44,8 @@ def test_a_push_adds_the_kick_to_the_chosen_envs():
 
 
 def test_every_physical_parameter_reaches_the_simulator_for_the_ended_envs_only():
-    """Masses, the base's centre of mass, armature, joint friction, stiffness and damping, written by
-    Isaac Lab's mask setters: the simulator's values of the ended envs are the nominal ones times
+    """Masses (and the inertias with them), the base's centre of mass, armature, joint friction,
+    stiffness and damping, written by Isaac Lab's mask setters: the simulator's values of the ended envs are the nominal ones times
     the draws (plus the offset), those of the others stay as they were."""
     from isaac_adapter.isaaclab.robot import as_torch
 
@@ -54,13 +54,15 @@ def test_every_physical_parameter_reaches_the_simulator_for_the_ended_envs_only(
     task = env.unwrapped
     env.reset()
     d, joints, links = task.robot.data, task._joint_index, task._link_index
-    read = {"mass": lambda: as_torch(d.body_mass)[:, links], "com": lambda: as_torch(d.body_com_pose_b)[:, task._base_index[0], :3],
+    read = {"mass": lambda: as_torch(d.body_mass)[:, links], "inertia": lambda: as_torch(d.body_inertia)[:, links],
+            "com": lambda: as_torch(d.body_com_pose_b)[:, task._base_index[0], :3],
             "armature": lambda: as_torch(d.joint_armature)[:, joints], "friction": lambda: as_torch(d.joint_friction_coeff)[:, joints],
             "stiffness": lambda: as_torch(d.joint_stiffness)[:, joints], "damping": lambda: as_torch(d.joint_damping)[:, joints]}
     before = {k: f().clone() for k, f in read.items()}
     task._reset_idx(torch.tensor([True, False, True, False]))
     p, nominal = task.physics_params, task._nominal
     expected = {"mass": nominal["mass"][:, links] * p["link_mass_scale"],
+                "inertia": nominal["inertia"][:, links] * p["link_mass_scale"].unsqueeze(-1),  # as on MuJoCo
                 "com": nominal["com"][:, task._base_index[0], :3] + p["base_com_offset"],
                 "armature": nominal["armature"][:, joints] * p["armature_scale"],
                 "friction": nominal["friction"][:, joints] * p["joint_friction_scale"],
@@ -125,3 +127,53 @@ def test_foot_friction_reaches_the_solver_for_the_ended_envs_only():
     torch.testing.assert_close(after[:, on_foot], drawn.unsqueeze(-1).expand(-1, int(on_foot.sum())))
     assert torch.equal(after[[1, 3]], before[[1, 3]])
     assert torch.equal(after[:, ~on_foot], before[:, ~on_foot])
+
+
+def test_the_solver_takes_the_draws_and_keeps_mujocos_derived_constants_nominal():
+    """After a draw the solver's per-world MuJoCo model holds Newton's values of every drawn
+    parameter (masses, inertias, centres of mass, armature, joint friction, the drives' gains), the
+    subtree masses summed from them, and no model change is left queued for a step to apply; the
+    constants MuJoCo derives from masses and armature (``body_invweight0``, ``dof_invweight0``,
+    ``actuator_acc0``) are the same in every world, as on the MuJoCo backends, not derived again
+    from each world's draws."""
+    from isaaclab_newton.physics import NewtonManager
+
+    env = build(4, link_mass_scale=(0.8, 1.2), base_com_offset=(-0.05, 0.05), armature_scale=(0.8, 1.2),
+                joint_friction_scale=(0.5, 2.0), kp_scale=(0.8, 1.2), kd_scale=(0.8, 1.2))
+    task = env.unwrapped
+    env.reset()
+    zeros = torch.zeros(4, env.num_actions)
+    env.step(zeros)
+    task._reset_idx(torch.tensor([True, False, True, False]))
+    assert not NewtonManager._model_changes
+    env.step(zeros)
+    solver, model = NewtonManager._solver, NewtonManager.get_model()
+    m = solver.mjw_model
+
+    def n(array) -> torch.Tensor:
+        return torch.as_tensor(array.numpy())
+
+    bodies = n(solver.mjc_body_to_newton)  # [worlds, MuJoCo bodies] -> Newton body, -1 for the world
+    on = bodies >= 0
+    mass = n(m.body_mass)
+    assert torch.equal(mass[on], n(model.body_mass)[bodies[on]])
+    assert not torch.equal(mass[0], mass[1])  # each world its own draw
+    torch.testing.assert_close(n(m.body_subtreemass)[:, 0].double(), mass.double().sum(1), rtol=1e-6, atol=0)
+    # principal moments against Newton's inertia tensors: the trace is kept by the diagonalisation
+    trace = n(model.body_inertia).diagonal(dim1=-2, dim2=-1).sum(-1)
+    torch.testing.assert_close(n(m.body_inertia)[on].sum(-1), trace[bodies[on]], rtol=1e-5, atol=1e-7)
+    dofs = n(solver.mjc_dof_to_newton_dof)  # [worlds, MuJoCo dofs] -> Newton dof
+    assert torch.equal(n(m.dof_armature)[dofs >= 0], n(model.joint_armature)[dofs[dofs >= 0]])
+    assert torch.equal(n(m.dof_frictionloss)[dofs >= 0], n(model.joint_friction)[dofs[dofs >= 0]])
+    per_world = model.joint_dof_count // 4
+    code = n(solver.mjc_actuator_to_newton_idx)  # >= 0: a position servo of that dof; <= -2: a velocity one
+    world = torch.arange(4).unsqueeze(-1)
+    gain = n(m.actuator_gainprm)[..., 0]  # [worlds, actuators]
+    kp, kd = n(model.joint_target_ke), n(model.joint_target_kd)
+    assert torch.equal(gain[:, code >= 0], kp[world * per_world + code[code >= 0]])
+    assert torch.equal(gain[:, code <= -2], kd[world * per_world - (code[code <= -2] + 2)])
+    for name in ("body_invweight0", "dof_invweight0", "actuator_acc0"):
+        derived = n(getattr(m, name))
+        assert derived.shape[0] == 4, name  # per world: a re-derivation would show
+        # the worlds' float32 kinematics at their own origins differ in the last bits; a draw moves these 5-20 %
+        torch.testing.assert_close(derived, derived[:1].expand_as(derived), rtol=1e-4, atol=1e-3, msg=name)

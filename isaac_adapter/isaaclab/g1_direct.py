@@ -14,9 +14,12 @@ supplies only the simulator seam:
   (``task.randomization``) through the articulation's setters: link masses, the base's centre of
   mass, joint armature and friction, drive stiffness and damping, root velocity; foot-ground
   friction into the friction of the foot colliders' shapes (the floor colliders outrank the
-  ground, so theirs is the contact's, as the MuJoCo model's foot-floor pairs say). Newton's
-  solver takes these at the next physics step, in a host-side model update, so a step that draws
-  them is not recorded in a CUDA graph (:func:`~isaac_adapter.isaaclab.robot.graph_unsupported`).
+  ground, so theirs is the contact's, as the MuJoCo model's foot-floor pairs say). The values then
+  go straight into the solver's per-world MuJoCo Warp model (:func:`copy_into_solver`), not
+  through Newton's model update: that one derives MuJoCo's constants (``body_invweight0``,
+  ``dof_invweight0``, ``actuator_acc0``) again from the drawn values, which the MuJoCo backends keep
+  nominal, and costs some 40 ms a step in host reads and ~640 launches. A step that draws them is
+  not recorded in a CUDA graph yet (:func:`~isaac_adapter.isaaclab.robot.graph_unsupported`).
 
 The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
 (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
@@ -86,7 +89,6 @@ from isaaclab.sensors import ContactSensorCfg  # noqa: E402
 from isaaclab.sim import SimulationCfg  # noqa: E402
 from isaaclab.utils import configclass  # noqa: E402
 from isaaclab_newton.physics import MJWarpSolverCfg, NewtonBuilderCfg, NewtonCfg, NewtonManager  # noqa: E402
-from newton import ModelFlags  # noqa: E402
 
 from isaac_adapter.backends.base import PhysicsState  # noqa: E402
 from isaac_adapter.backends.warp_stream import (  # noqa: E402
@@ -141,6 +143,44 @@ def mujoco_solver_options(model: Any) -> dict[str, Any]:
 def warp_mask(mask: torch.Tensor) -> Any:
     """``[N]`` bool as the ``wp.array`` Isaac Lab's ``*_mask`` setters and resets take (shares memory)."""
     return wp.from_torch(mask.contiguous(), dtype=wp.bool)
+
+
+def apply_pending_model_changes() -> set:
+    """Hand the model changes Isaac Lab has queued for the next physics step to Newton's solver now;
+    returns what is left to queue (a copy): nothing, or all of it while there is no solver yet.
+    (Newton manager's queue is private; Isaac Lab 3.0 drains it the same way at the start of a step.)"""
+    changes, solver = NewtonManager._model_changes, NewtonManager._solver
+    if solver is None:  # the solver, when built, starts from the model
+        return set(changes)
+    with wp.ScopedDevice(PhysicsManager._device):
+        for change in changes:
+            solver.notify_model_changed(change)
+    return set()
+
+
+def copy_into_solver(params: dict[str, torch.Tensor]) -> None:
+    """Copy Newton's model values of the drawn physical parameters (names of ``params``, see
+    ``randomization.PHYSICS_PARAMS``) into the solver's per-world MuJoCo Warp model, with the
+    solver's own copy kernels and index maps, and the subtree masses the masses change: what
+    Newton's model update does, less its re-derivation of MuJoCo's constants from the new values
+    (``set_const_0``: host reads and ~640 launches a call). The MuJoCo backends keep those constants
+    nominal too. Every call here launches device kernels only."""
+    solver = NewtonManager._solver
+    if solver is None:  # not built yet: it will start from the model
+        return
+    bodies = "link_mass_scale" in params or "base_com_offset" in params
+    dofs = any(name in params for name in ("armature_scale", "joint_friction_scale", "kp_scale", "kd_scale"))
+    # private methods of Newton 1.6's MuJoCo solver, the ones its notify_model_changed calls
+    with wp.ScopedDevice(PhysicsManager._device), solver._scoped_mujoco_warp_execution():
+        if bodies:
+            solver._update_model_inertial_properties()  # masses, centres of mass, inertias
+            solver._mujoco_warp.set_const_fixed(solver.mjw_model, solver.mjw_data)  # subtree masses
+        if dofs:
+            solver._update_joint_dof_properties()  # armature, friction loss, the drives' gains
+        if "friction" in params:
+            solver._update_geom_properties()
+        # contacts the solver cached from the old values are converted again
+        solver._invalidate_contact_fast_path()
 
 
 @configclass
@@ -272,6 +312,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         d = self.robot.data  # the nominal values the randomization scales
         self._nominal = {
             "mass": as_torch(d.body_mass).clone(), "com": as_torch(d.body_com_pose_b).clone(),
+            "inertia": as_torch(d.body_inertia).clone(),
             "armature": as_torch(d.joint_armature).clone(), "friction": as_torch(d.joint_friction_coeff).clone(),
             "stiffness": as_torch(d.joint_stiffness).clone(), "damping": as_torch(d.joint_damping).clone(),
         }
@@ -380,13 +421,17 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def _write_physics_params(self, mask: torch.Tensor, params: dict[str, torch.Tensor]) -> None:
         # Isaac Lab's mask setters take every row and keep the simulator's where the mask is off: no
-        # nonzero, no host synchronisation; the rows not randomized are written with their nominal values
+        # nonzero, no host synchronisation; the rows not randomized are written with their nominal values.
+        # They keep Isaac Lab's and Newton's model the simulator's; the solver gets the values from
+        # copy_into_solver, so the model changes they raise are taken back.
+        pending = apply_pending_model_changes()  # set before the draw (Isaac Lab's actuator setup): on nominal values
         env_mask = warp_mask(mask)
         nominal, robot, joints = self._nominal, self.robot, self._joint_index
-        if "link_mass_scale" in params:
-            masses = nominal["mass"].clone()
-            masses[:, self._link_index] *= params["link_mass_scale"]
-            robot.set_masses_mask(masses=masses, env_mask=env_mask)
+        if "link_mass_scale" in params:  # a link's inertia scales with its mass (its density changes), as on MuJoCo
+            scale = torch.ones_like(nominal["mass"])
+            scale[:, self._link_index] = params["link_mass_scale"]
+            robot.set_masses_mask(masses=nominal["mass"] * scale, env_mask=env_mask)
+            robot.set_inertias_mask(inertias=nominal["inertia"] * scale.unsqueeze(-1), env_mask=env_mask)
         if "base_com_offset" in params:
             com = nominal["com"].clone()
             com[:, self._base_index, :3] += params["base_com_offset"].unsqueeze(1)
@@ -405,7 +450,8 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
         if "friction" in params:  # absolute, as the pairs' sliding friction on MuJoCo
             cols, friction = self._foot_friction_cols, self._shape_friction
             friction[:, cols] = torch.where(mask.unsqueeze(-1), params["friction"].unsqueeze(-1), friction[:, cols])
-            NewtonManager.add_model_change(ModelFlags.SHAPE_PROPERTIES)
+        NewtonManager._model_changes = pending
+        copy_into_solver(params)
 
     def _push_root_velocity(self, mask: torch.Tensor, delta: torch.Tensor) -> None:
         # the centre of mass's velocity is what the setter writes: kicked by delta with the spin kept,

@@ -105,16 +105,17 @@ def _task_model(model_variant: str) -> Any:
 
 
 def graph_unsupported(task: Any) -> str | None:
-    """Why ``G1WalkDirectEnv`` cannot record its step in a CUDA graph for ``task`` (a ``G1WalkConfig``),
-    in one line naming the fields and the fix; None when it can. Newton hands new masses, centres of
-    mass, joint and drive parameters and shape friction to its solver in a model update that reads
-    arrays back to the host, between physics steps: a recording cannot hold it, and a replay would
-    reset the ended envs without it."""
+    """Why ``G1WalkDirectEnv`` does not record its step in a CUDA graph for ``task`` (a ``G1WalkConfig``),
+    in one line naming the fields and the fix; None when it does. A reset that draws masses, centres
+    of mass, joint and drive parameters or foot friction copies them into the solver's model with
+    Newton's copy kernels (``g1_direct.copy_into_solver``: device work only, but Isaac Lab's setters
+    and Newton's private solver methods inside a recording are untried on a GPU), so such a task
+    trains with the eager step."""
     if task.randomization.physics:
         fields = ", ".join(f"randomization.{name}" for name in task.randomization.physics)
         off = " ".join(f"env.randomization.{name}=null" for name in task.randomization.physics)
-        return (f"--cuda-graph-step on Isaac Lab: {fields} reach Newton's solver through a host-side model update "
-                f"that a recorded step cannot replay; train without --cuda-graph-step, or turn them off ({off}; "
+        return (f"--cuda-graph-step on Isaac Lab: {fields} are copied into Newton's solver at each reset by a "
+                f"path not yet recorded in a CUDA graph; train without --cuda-graph-step, or turn them off ({off}; "
                 "pushes, observation noise and the action delay are recorded)")
     return None
 
