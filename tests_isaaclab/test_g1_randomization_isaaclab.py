@@ -45,8 +45,8 @@ def test_a_push_adds_the_kick_to_the_chosen_envs():
 
 def test_every_physical_parameter_reaches_the_simulator_for_the_ended_envs_only():
     """Masses (and the inertias with them), the base's centre of mass, armature, joint friction,
-    stiffness and damping, written by Isaac Lab's mask setters: the simulator's values of the ended envs are the nominal ones times
-    the draws (plus the offset), those of the others stay as they were."""
+    stiffness and damping, written by Isaac Lab's mask setters: the simulator's values of the ended
+    envs are the nominal ones times the draws (plus the offset), those of the others stay as they were."""
     from isaac_adapter.isaaclab.robot import as_torch
 
     env = build(4, link_mass_scale=(0.8, 1.2), base_com_offset=(-0.05, 0.05), armature_scale=(0.8, 1.2),
