@@ -2,6 +2,7 @@
 
     python benchmarks/isaaclab_step.py --task G1-Walk-Clock-Fast-v2 --num-envs 4096 --device cuda:0 --json out.json
     python benchmarks/isaaclab_step.py --num-envs 4096 --graph-step --json out.json
+    python benchmarks/isaaclab_step.py --task G1-Walk-Robust-v0 --num-envs 4096 --graph-step --json out.json
     python benchmarks/isaaclab_step.py --table out_4096.json out_16384.json
 
 One process builds one env (Isaac Lab allows one simulation per process), then measures, each over
@@ -20,7 +21,9 @@ env's reset by mask (:mod:`isaac_adapter.isaaclab.g1_direct`).
 * with ``--graph-step``, the same rows with the step recorded once in a CUDA graph and replayed
   (``G1WalkDirectEnv.cuda_graph``, Newton's physics inside it), and a check that the replayed
   step behaves as the eager one: mean reward and episode ends per step over ``--steps`` steps
-  each (random actions; not bitwise, the random streams differ);
+  each (random actions; not bitwise, the random streams differ); for a task that draws physical
+  parameters at its resets (``G1-Walk-Robust-v0``), whether after the replays the ended envs drew
+  again, the others kept their draws, and every draw is in Newton's model and the solver's;
 * a phase table: one more pass in which every phase of the step is bracketed by device
   synchronisations (so the phases add up to more than the unbracketed step), with the host
   synchronisations torch reports inside each phase (``torch.cuda.set_sync_debug_mode("warn")``).
@@ -44,6 +47,9 @@ from typing import Any, Callable
 import _common  # noqa: F401  (puts the repository root on sys.path)
 from _common import add_solver_args, solver_overrides
 import torch
+
+# replays after which the draws are checked: few, so that some envs end and most go on
+DRAW_CHECK_STEPS = 5
 
 # the phases of one step, in the order DirectRLEnv.step runs them (methods of the env instance)
 PHASES = (
@@ -148,6 +154,58 @@ def timed_steps(step: Callable[[], Any], steps: int, warmup: int, device: torch.
     return (time.perf_counter() - start) / steps
 
 
+def draws_after_replays(base: Any, before: dict[str, torch.Tensor], ended: torch.Tensor) -> dict[str, bool]:
+    """After replays of the recorded step that reset the ``ended`` envs (``[N]`` bool): did those envs
+    draw again and the others keep their draws (``before``: the task's ``physics_params`` then), does
+    Newton's model hold nominal x draw for every env, and the solver's per-world MuJoCo Warp model
+    Newton's values? Each check's name and whether it holds."""
+    from isaaclab_newton.physics import NewtonManager
+
+    from isaac_adapter.isaaclab.robot import as_torch
+
+    drawn, data, nominal = base.physics_params, base.robot.data, base._nominal
+    links, joints = base._link_index, base._joint_index
+    kept = ~ended
+    checks = {
+        "some envs ended, some went on": bool(ended.any()) and bool(kept.any()),
+        "envs that did not end kept their draws": all(torch.equal(v[kept], before[k][kept]) for k, v in drawn.items()),
+        "every env that ended drew again": bool(ended.any()) and all(
+            bool((v[ended] != before[k][ended]).reshape(int(ended.sum()), -1).any(1).all()) for k, v in drawn.items()),
+    }
+    model_rows = (("link masses", data.body_mass, "mass", links, "link_mass_scale"),
+                  ("armature", data.joint_armature, "armature", joints, "armature_scale"),
+                  ("drive stiffness", data.joint_stiffness, "stiffness", joints, "kp_scale"),
+                  ("drive damping", data.joint_damping, "damping", joints, "kd_scale"))
+    for what, value, key, cols, name in model_rows:
+        if name in drawn:
+            expected = nominal[key][:, cols] * drawn[name]
+            checks[f"Newton's model: nominal {what} x draw"] = torch.equal(as_torch(value)[:, cols], expected)
+    if "friction" in drawn:
+        feet = base._shape_friction[:, base._foot_friction_cols]
+        checks["Newton's model: the feet's friction drawn"] = torch.equal(feet, drawn["friction"].unsqueeze(-1).expand_as(feet))
+    solver, model = NewtonManager._solver, NewtonManager.get_model()
+    mjw = solver.mjw_model
+
+    def host(array: Any) -> torch.Tensor:
+        return torch.as_tensor(array.numpy())
+
+    body, dof, geom = host(solver.mjc_body_to_newton), host(solver.mjc_dof_to_newton_dof), host(solver.mjc_geom_to_newton_shape)
+    code = host(solver.mjc_actuator_to_newton_idx)  # >= 0: a position servo of that dof; <= -2: a velocity one
+    per_world, world = model.joint_dof_count // base.num_envs, torch.arange(base.num_envs).unsqueeze(-1)
+    gain = host(mjw.actuator_gainprm)[..., 0]
+    pairs = (("masses", host(mjw.body_mass)[body >= 0], host(model.body_mass)[body[body >= 0]]),
+             ("centres of mass", host(mjw.body_ipos)[body >= 0], host(model.body_com)[body[body >= 0]]),
+             ("armature", host(mjw.dof_armature)[dof >= 0], host(model.joint_armature)[dof[dof >= 0]]),
+             ("joint friction", host(mjw.dof_frictionloss)[dof >= 0], host(model.joint_friction)[dof[dof >= 0]]),
+             ("drive stiffness", gain[:, code >= 0], host(model.joint_target_ke)[world * per_world + code[code >= 0]]),
+             ("drive damping", gain[:, code <= -2], host(model.joint_target_kd)[world * per_world - (code[code <= -2] + 2)]),
+             ("friction", host(mjw.geom_friction)[..., 0][geom >= 0], host(model.shape_material_mu)[geom[geom >= 0]]))
+    for what, solver_value, newton_value in pairs:
+        checks[f"the solver's model: Newton's {what}"] = torch.equal(solver_value, newton_value)
+    checks["no model change left queued"] = not NewtonManager._model_changes
+    return checks
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from isaac_adapter.tasks import registry
     from ppo_bootstrap import CRITIC, POLICY, ActorCritic, PolicyConfig
@@ -203,7 +261,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     row("adapter+policy", timed_steps(policy_step, args.steps, args.warmup, device))
 
-    behaviour = {}
+    behaviour: dict[str, Any] = {}
+    draws: dict[str, bool] = {}
     if args.graph_step:
         def stats(graph: bool) -> dict[str, float]:
             """Mean reward and episode ends per step over --steps steps (device sums, one read)."""
@@ -219,6 +278,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         behaviour["eager"] = stats(False)
         try:
             behaviour["graph"] = stats(True)
+            if base.physics_params:  # the task draws physical parameters at its resets: where do a replay's go?
+                before = {name: value.clone() for name, value in base.physics_params.items()}
+                ended = torch.zeros(n, dtype=torch.bool, device=device)
+                for _ in range(DRAW_CHECK_STEPS):
+                    _, _, terminated, time_outs, _ = base.step(random_actions())
+                    ended |= terminated | time_outs
+                draws = draws_after_replays(base, before, ended)
         except Exception as err:  # what stopped the recording, and where a plain step waits on the GPU
             base.cuda_graph = False
             print(f"graph step failed: {type(err).__name__}: {err}", flush=True)
@@ -263,6 +329,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"task": args.task, "num_envs": n, "reset": "ids" if args.reset_by_ids else "mask", "device": str(device),
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "build_s": build_s, "first_step_s": first_step_s, "steps": args.steps, "rows": rows, "behaviour": behaviour,
+            "draws": draws,
             "phases": phases, "phase_steps": steps, "ended_fraction_last_step": ends,
             "solver": {"iterations": solver_cfg.iterations, "ls_iterations": solver_cfg.ls_iterations,
                        "tolerance": solver_cfg.tolerance}}
@@ -281,6 +348,9 @@ def print_table(result: dict[str, Any]) -> None:
                        [[r["what"], f"{r['ms_per_step']:.2f}", f"{r['env_steps_per_s']:,.0f}"] for r in result["rows"]]))
     for mode, b in result.get("behaviour", {}).items():
         print(f"{mode}: mean reward {b['mean_reward']:.4f} per step, {b['ends_per_step']:.2f} episode ends per step")
+    if result.get("draws"):
+        print("\nthe physical draws after the recorded step's replays:")
+        print(format_table(["check", "holds"], [[what, "yes" if ok else "NO"] for what, ok in result["draws"].items()], left=1))
     total = sum(p["ms_per_step"] for p in result["phases"])
     print(f"\nphases, each bracketed by device syncs ({result['phase_steps']} steps; sum {total:.2f} ms/step):")
     print(format_table(["phase", "ms/step", "share", "calls/step", "host syncs/step", "what"],

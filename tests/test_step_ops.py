@@ -300,29 +300,3 @@ def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> Non
         with pytest.raises(SystemExit, match=why):
             warp_compile.main(["--from-log", str(path)])
 
-
-def test_isaac_lab_records_no_step_that_draws_physical_parameters() -> None:
-    """Newton takes drawn masses, joint, drive and friction values in a host-side model update a CUDA
-    graph cannot replay: a config that draws any is refused for the recorded step in one line naming
-    each such field; pushes, observation noise and the action delay are not in the way."""
-    import dataclasses
-
-    from isaac_adapter.isaaclab.robot import graph_unsupported
-    from isaac_adapter.tasks.g1_walk.config import walk_config
-
-    robust = walk_config(preset="robust")
-    why = graph_unsupported(robust)
-    assert why is not None and why.startswith("--cuda-graph-step on Isaac Lab: randomization.friction, ") and "\n" not in why
-    for name in ("link_mass_scale", "base_com_offset", "armature_scale", "joint_friction_scale", "kp_scale", "kd_scale"):
-        assert f"randomization.{name}" in why
-    kept = dataclasses.replace(robust.randomization, **{name: None for name in robust.randomization.physics})
-    assert kept.pushes and kept.noisy and kept.delayed
-    assert graph_unsupported(dataclasses.replace(robust, randomization=kept)) is None
-    assert graph_unsupported(walk_config(preset="clock_fast_v2")) is None
-    # the fix the line gives, as typed on the command line, turns exactly those fields off
-    from isaac_adapter.app.overrides import apply_overrides
-
-    typed = [word.rstrip(";") for word in why.split() if word.startswith(("env.randomization.", "(env.randomization."))]
-    assert len(typed) == 7
-    fixed = apply_overrides({"env": robust}, [word.lstrip("(") for word in typed])["env"]
-    assert fixed.randomization == kept and graph_unsupported(fixed) is None

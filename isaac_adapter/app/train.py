@@ -161,11 +161,6 @@ def train(args: Args) -> Runner:
         cfg = dataclasses.replace(cfg, torch_threads=args.torch_threads)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, config_overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
-    if args.cuda_graph_step and sim == "isaaclab" and task_cfg is not None:  # before Isaac Lab is imported
-        from isaac_adapter.isaaclab.robot import graph_unsupported
-
-        if (why := graph_unsupported(task_cfg)) is not None:
-            raise UsageError(why)
     env_start = time.perf_counter()
     env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg,
                         env_overrides=sim_overrides, clip_actions=getattr(agent, "clip_actions", None))

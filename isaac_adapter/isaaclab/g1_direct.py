@@ -18,8 +18,8 @@ supplies only the simulator seam:
   go straight into the solver's per-world MuJoCo Warp model (:func:`copy_into_solver`), not
   through Newton's model update: that one derives MuJoCo's constants (``body_invweight0``,
   ``dof_invweight0``, ``actuator_acc0``) again from the drawn values, which the MuJoCo backends keep
-  nominal, and costs some 40 ms a step in host reads and ~640 launches. A step that draws them is
-  not recorded in a CUDA graph yet (:func:`~isaac_adapter.isaaclab.robot.graph_unsupported`).
+  nominal, and costs some 40 ms a step in host reads and ~640 launches. Both are device work
+  only, so a step that draws them is recorded in the step's CUDA graph like any other.
 
 The robot is the USD made from the same MuJoCo model the task trains on, with that model's drives
 (:func:`~isaac_adapter.isaaclab.robot.g1_articulation_cfg` ``drives="task"``), and the observation
@@ -65,7 +65,6 @@ from isaac_adapter.isaaclab.robot import (
     feet_in_contact,
     filter_from_ground,
     g1_articulation_cfg,
-    graph_unsupported,
     quat_wxyz,
     require_isaaclab,
     root_quat_wxyz,
@@ -519,8 +518,6 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
             self._stepping = False
 
     def _new_step_graph(self) -> StepGraph:
-        if (why := graph_unsupported(self.task_cfg)) is not None:
-            raise ValueError(why)
         if not self.cfg.reset_by_mask:
             raise ValueError("cuda_graph: the reset by ids waits on the GPU for the ended ids at every step and "
                              "cannot be recorded; build the env with reset_by_mask=True (the default)")

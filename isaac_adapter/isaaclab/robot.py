@@ -104,22 +104,6 @@ def _task_model(model_variant: str) -> Any:
     return build_g1_model(model_variant, sim_dt=0.005)
 
 
-def graph_unsupported(task: Any) -> str | None:
-    """Why ``G1WalkDirectEnv`` does not record its step in a CUDA graph for ``task`` (a ``G1WalkConfig``),
-    in one line naming the fields and the fix; None when it does. A reset that draws masses, centres
-    of mass, joint and drive parameters or foot friction copies them into the solver's model with
-    Newton's copy kernels (``g1_direct.copy_into_solver``: device work only, but Isaac Lab's setters
-    and Newton's private solver methods inside a recording are untried on a GPU), so such a task
-    trains with the eager step."""
-    if task.randomization.physics:
-        fields = ", ".join(f"randomization.{name}" for name in task.randomization.physics)
-        off = " ".join(f"env.randomization.{name}=null" for name in task.randomization.physics)
-        return (f"--cuda-graph-step on Isaac Lab: {fields} are copied into Newton's solver at each reset by a "
-                f"path not yet recorded in a CUDA graph; train without --cuda-graph-step, or turn them off ({off}; "
-                "pushes, observation noise and the action delay are recorded)")
-    return None
-
-
 def asset_root() -> Path:
     """The local asset root Isaac Lab resolves its asset paths in (``$ISAACSIM_ASSET_ROOT``).
 
