@@ -278,19 +278,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         behaviour["eager"] = stats(False)
         try:
             behaviour["graph"] = stats(True)
-            if base.physics_params:  # the task draws physical parameters at its resets: where do a replay's go?
-                before = {name: value.clone() for name, value in base.physics_params.items()}
-                ended = torch.zeros(n, dtype=torch.bool, device=device)
-                for _ in range(DRAW_CHECK_STEPS):
-                    _, _, terminated, time_outs, _ = base.step(random_actions())
-                    ended |= terminated | time_outs
-                draws = draws_after_replays(base, before, ended)
         except Exception as err:  # what stopped the recording, and where a plain step waits on the GPU
             base.cuda_graph = False
             print(f"graph step failed: {type(err).__name__}: {err}", flush=True)
             traceback.print_exc(limit=-12)
             print_sync_sites(base, random_actions, device)
             raise SystemExit(3)
+        if base.physics_params:  # the task draws physical parameters at its resets: where do a replay's go?
+            before = {name: value.clone() for name, value in base.physics_params.items()}
+            ended = torch.zeros(n, dtype=torch.bool, device=device)
+            for _ in range(DRAW_CHECK_STEPS):
+                _, _, terminated, time_outs, _ = base.step(random_actions())
+                ended |= terminated | time_outs
+            draws = draws_after_replays(base, before, ended)
         base.cuda_graph = True
         row("isaaclab graph", timed_steps(lambda: base.step(random_actions()), args.steps, args.warmup, device))
         row("adapter graph", timed_steps(lambda: env.step(random_actions()), args.steps, args.warmup, device))
