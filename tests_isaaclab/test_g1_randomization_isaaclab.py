@@ -177,3 +177,30 @@ def test_the_solver_takes_the_draws_and_keeps_mujocos_derived_constants_nominal(
         assert derived.shape[0] == 4, name  # per world: a re-derivation would show
         # the worlds' float32 kinematics at their own origins differ in the last bits; a draw moves these 5-20 %
         torch.testing.assert_close(derived, derived[:1].expand_as(derived), rtol=1e-4, atol=1e-3, msg=name)
+
+
+def test_the_benchmarks_check_of_the_draws_holds_after_a_reset_and_finds_a_draw_the_simulator_missed():
+    """``benchmarks/isaaclab_step.py --graph-step`` judges the recorded step's draws with
+    ``draws_after_replays``; here after an eager reset of envs 0 and 2 of 4: every line holds. With
+    env 1's drawn gains changed in the task alone (the simulator never told), the lines of the kept
+    draws and of Newton's stiffness say so, and the solver's lines still hold."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from isaaclab_step import draws_after_replays
+
+    env = build(4, friction=(0.4, 1.2), link_mass_scale=(0.8, 1.2), base_com_offset=(-0.05, 0.05),
+                armature_scale=(0.8, 1.2), joint_friction_scale=(0.5, 2.0), kp_scale=(0.8, 1.2), kd_scale=(0.8, 1.2))
+    task = env.unwrapped
+    env.reset()
+    before = {k: v.clone() for k, v in task.physics_params.items()}
+    ended = torch.tensor([True, False, True, False])
+    task._reset_idx(ended)
+    env.step(torch.zeros(4, env.num_actions))
+    checks = draws_after_replays(task, before, ended)
+    assert len(checks) == 16 and all(checks.values()), checks
+    task.physics_params["kp_scale"][1] *= 1.01
+    checks = draws_after_replays(task, before, ended)
+    failed = {name for name, ok in checks.items() if not ok}
+    assert failed == {"envs that did not end kept their draws", "Newton's model: nominal drive stiffness x draw"}, checks
