@@ -184,11 +184,7 @@ def test_the_benchmarks_check_of_the_draws_holds_after_a_reset_and_finds_a_draw_
     ``draws_after_replays``; here after an eager reset of envs 0 and 2 of 4: every line holds. With
     env 1's drawn gains changed in the task alone (the simulator never told), the lines of the kept
     draws and of Newton's stiffness say so, and the solver's lines still hold."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from isaaclab_step import draws_after_replays
+    from isaac_adapter.app.bench.isaaclab_draws import draws_after_replays
 
     env = build(4, friction=(0.4, 1.2), link_mass_scale=(0.8, 1.2), base_com_offset=(-0.05, 0.05),
                 armature_scale=(0.8, 1.2), joint_friction_scale=(0.5, 2.0), kp_scale=(0.8, 1.2), kd_scale=(0.8, 1.2))
