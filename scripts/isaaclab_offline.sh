@@ -32,6 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,7p' "$0" | sed 's/^# //' >&2; exit 2; }
+parts_of() { find "$1/parts" -maxdepth 1 -name "$2.*" 2>/dev/null | wc -l; }  # OUT NAME: the parts OUT holds
 [ $# -ge 2 ] || usage
 cmd=$1 out=$2
 
@@ -44,7 +45,7 @@ if [ "$cmd" = gather ]; then
     whole=1
     while read -r name parts sha; do
         find "$from" -maxdepth 2 -type f -name "$name.[0-9][0-9]" -exec cp {} "$out/parts/" \;
-        have=$(find "$out/parts" -maxdepth 1 -name "$name.*" | wc -l)
+        have=$(parts_of "$out" "$name")
         echo "isaaclab_offline: $name: $have of its $parts parts in $out/parts"
         [ "$have" -ge "$parts" ] || whole=0
     done < "$out/MANIFEST"
@@ -57,7 +58,7 @@ if [ "$cmd" = unpack ]; then
     [ -f "$out/MANIFEST" ] || { echo "isaaclab_offline: no $out/MANIFEST: copy pack's whole OUT folder" >&2; exit 1; }
     mkdir -p "$dest"
     while read -r name parts sha; do
-        have=$(find "$out/parts" -maxdepth 1 -name "$name.*" 2>/dev/null | wc -l)
+        have=$(parts_of "$out" "$name")
         if [ "$have" -ne "$parts" ]; then
             echo "isaaclab_offline: $name has $have of its $parts parts in $out/parts: copy the missing ones" >&2
             exit 1
@@ -113,7 +114,7 @@ split_archive() {  # NAME DIR...: one xz stream in PART_MIB parts, and its MANIF
     local name=$1; shift
     tar -C "$work" -c "$@" | xz -T0 -9 > "$work/$name.tar.xz"
     split -b "${part_mib}M" -d -a 2 "$work/$name.tar.xz" "$out/parts/$name."
-    echo "$name $(find "$out/parts" -name "$name.*" | wc -l) $(sha256sum "$work/$name.tar.xz" | cut -d' ' -f1)" >> "$out/MANIFEST"
+    echo "$name $(parts_of "$out" "$name") $(sha256sum "$work/$name.tar.xz" | cut -d' ' -f1)" >> "$out/MANIFEST"
 }
 if [ "$cmd" = pack-warp ]; then
     split_archive warp warp-packages
