@@ -47,3 +47,25 @@ def test_shipped_policy_walks_for_15_s_without_a_fall(checkpoint, command) -> No
         speed = (command[0] ** 2 + command[1] ** 2) ** 0.5
         assert float(gait.displacement_m.mean()) > 0.8 * speed * 15.0
     assert report.verdict()["accepted"]
+
+
+def _strings(value, where=""):
+    """Every string under ``value`` (dicts, lists, tuples), with where it sits."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{where}[{i}]")
+    elif isinstance(value, str):
+        yield where, value
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(os.path.join(ROOT, "docs", "checkpoints")) if f.endswith(".pt")))
+def test_a_shipped_checkpoint_names_no_path_of_the_machine_that_trained_it(name) -> None:
+    """What a checkpoint records (its run folder in the config, the task) is relative to the project:
+    an absolute path would name the machine it was trained on and mean nothing on the user's."""
+    ckpt = torch.load(os.path.join(ROOT, "docs", "checkpoints", name), map_location="cpu", weights_only=False)
+    absolute = [(where, text) for where, text in _strings({k: v for k, v in ckpt.items() if k != "policy"})
+                if os.path.isabs(text)]
+    assert not absolute, absolute
