@@ -115,7 +115,7 @@ def test_without_resampling_commands_change_only_at_resets() -> None:
 
 def test_presets_and_the_smooth_gait_weights() -> None:
     assert set(PRESETS) == {"default", "gait_clock", "smooth_gait", "clock_ramp", "clock_fast", "clock_fast_v1",
-                            "clock_fast_v2", "robust", "clock_cpu"}
+                            "clock_fast_v2", "robust", "robust_v1", "clock_cpu"}
     smooth = smooth_gait_config(num_envs=3)
     clock = gait_clock_config(num_envs=3)
     assert smooth.gait_period_s == clock.gait_period_s == 0.8
@@ -141,7 +141,9 @@ def test_registry_ids_and_presets() -> None:
     assert registry.get_task("G1-Walk-Clock-Fast-v1").config_preset == "clock_fast_v1"
     assert registry.get_task("G1-Walk-Clock-Fast-v2").config_preset == "clock_fast_v2"
     assert registry.get_task("G1-Walk-Robust-v0").config_preset == "robust"
-    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2", "G1-Walk-Robust-v0"}
+    assert registry.get_task("G1-Walk-Robust-v1").config_preset == "robust_v1"
+    assert registry.get_task("G1-Walk-Robust-v1").symmetry == "both"  # as it was trained to both gates
+    fast = {"G1-Walk-Clock-Fast-v1", "G1-Walk-Clock-Fast-v2", "G1-Walk-Robust-v0", "G1-Walk-Robust-v1"}
     assert all(spec.agent == registry.FAST_AGENT for spec in registry.TASKS.values() if spec.id in fast)
     assert registry.get_task("G1-Walk-Clock-CPU-v0").agent == registry.CPU_AGENT
     assert set(registry.FAST_AGENT) < set(registry.CPU_AGENT)

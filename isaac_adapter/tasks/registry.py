@@ -28,8 +28,11 @@ id                                 what                                         
                                    ending with the gate's verdict
 ``G1-Walk-Robust-v0``              v2 with domain randomization at a G1 owner's        mujoco, warp, isaaclab
                                    ranges: friction, masses, gains, pushes, noise,
-                                   delay (``config.robust_config``; on Isaac Lab
-                                   without ``--cuda-graph-step``)
+                                   delay (``config.robust_config``)
+``G1-Walk-Robust-v1``              v0 kicked every 2-4 s, as the robustness gate       mujoco, warp, isaaclab
+                                   kicks, with 3 observation frames and the mirror
+                                   (``--symmetry both``): passes both gates
+                                   (``config.robust_v1_config``)
 ``G1-Walk-Smooth-v0``              the clock task with stronger smoothness penalties   mujoco, warp, isaaclab
                                    from the start (``config.smooth_gait_config``; in
                                    the runs measured, learnt to stand, not to walk)
@@ -149,6 +152,9 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("G1-Walk-Robust-v0", "G1-Walk-Clock-Fast-v2 with domain randomization: foot friction, link masses, "
                  "base CoM, joint and PD parameters, pushes, observation noise, action delay", ("mujoco", "warp", "isaaclab"), True,
                  "robust", FAST_AGENT),
+        TaskSpec("G1-Walk-Robust-v1", "G1-Walk-Robust-v0 kicked every 2-4 s, as the robustness gate kicks, with "
+                 "3 observation frames, the mirror (passes both gates)", ("mujoco", "warp", "isaaclab"), True, "robust_v1",
+                 FAST_AGENT, symmetry="both"),
         TaskSpec("G1-Walk-Smooth-v0", "G1 velocity walking with the gait clock and stronger smoothness penalties",
                  ("mujoco", "warp", "isaaclab"), True, "smooth_gait"),
         TaskSpec("Isaac-Velocity-Flat-G1", "Isaac Lab's G1 velocity task, flat ground", ("isaaclab",)),

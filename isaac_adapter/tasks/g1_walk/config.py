@@ -488,6 +488,24 @@ def robust_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     return clock_fast_v2_config(period_s, **overrides)
 
 
+#: The kicks of ``G1-Walk-Robust-v1``: every 2-4 s, as often as the robustness gate kicks. Trained on
+#: Isaac Lab so (seed 1), the robustness gate passed at all 5 gate seeds with 1 fall in 120 rollouts;
+#: at v0's 5-10 s, 9 falls and 1 seed of 5 (BENCHMARKS.md, "The robust task").
+ROBUST_V1_PUSH_INTERVAL_S = (2.0, 4.0)
+#: The observation frames of ``G1-Walk-Robust-v1``'s policy: the noise costs a one-frame policy body
+#: rate it cannot filter (BENCHMARKS.md, "The robust task": the observation history).
+ROBUST_V1_POLICY_OBS_FRAMES = 3
+
+
+def robust_v1_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
+    """:func:`robust_config` as it passes both gates when trained on Isaac Lab: kicks every
+    :data:`ROBUST_V1_PUSH_INTERVAL_S` s and :data:`ROBUST_V1_POLICY_OBS_FRAMES` observation frames;
+    every other range is v0's."""
+    overrides.setdefault("randomization", replace(robust_randomization(), push_interval_s=ROBUST_V1_PUSH_INTERVAL_S))
+    overrides.setdefault("policy_obs_frames", ROBUST_V1_POLICY_OBS_FRAMES)
+    return robust_config(period_s, **overrides)
+
+
 def clock_cpu_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
     """The CPU recipe's task: :func:`clock_fast_v2_config` with the gait clock's contact match at
     twice its weight (0.36 per foot against :func:`gait_clock_config`'s 0.18). On MuJoCo Warp at the
@@ -502,7 +520,8 @@ def clock_cpu_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
 #: The named task variants (registry.TaskSpec.preset), each a function of ``**overrides``.
 PRESETS = {"default": G1WalkConfig, "gait_clock": gait_clock_config, "smooth_gait": smooth_gait_config,
            "clock_ramp": clock_ramp_config, "clock_fast": clock_fast_config, "clock_fast_v1": clock_fast_v1_config,
-           "clock_fast_v2": clock_fast_v2_config, "robust": robust_config, "clock_cpu": clock_cpu_config}
+           "clock_fast_v2": clock_fast_v2_config, "robust": robust_config, "robust_v1": robust_v1_config,
+           "clock_cpu": clock_cpu_config}
 
 
 def walk_config(gait_clock: bool = False, preset: str | None = None, **overrides) -> G1WalkConfig:
