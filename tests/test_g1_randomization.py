@@ -205,7 +205,6 @@ def test_the_config_round_trips_through_a_checkpoints_record() -> None:
     assert stored_config({}, preset="clock_fast_v2").randomization == RandomizationCfg()
 
 
-
 def test_robust_v1_is_v0_kicked_as_often_as_the_robustness_gate_kicks_with_3_frames() -> None:
     from isaac_adapter.evaluation.gate import ROBUST_GATE_RANDOMIZATION
 
@@ -217,6 +216,7 @@ def test_robust_v1_is_v0_kicked_as_often_as_the_robustness_gate_kicks_with_3_fra
     assert dataclasses.replace(v1, randomization=v0.randomization, policy_obs_frames=1) == v0
     # an override of the task still wins over the preset's
     assert walk_config(preset="robust_v1", policy_obs_frames=2).policy_obs_frames == 2
+
 
 @pytest.mark.parametrize("override, field", [
     ("env.randomization.friction=[1.2, 0.4]", "randomization.friction must be finite (low, high) with low <= high"),
