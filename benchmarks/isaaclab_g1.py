@@ -393,7 +393,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
             rsl.current_learning_iteration = args.rsl_iterations
             rsl.save(str(rsl_dir / f"model_{args.rsl_iterations}.pt"))
     except StopTraining:
-        log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next call continues it")
+        log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next run continues it")
     trainer = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
                "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
     if rsl_rows and rsl_rows[-1]["it"] >= args.rsl_iterations:

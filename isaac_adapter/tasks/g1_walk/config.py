@@ -498,9 +498,9 @@ ROBUST_V1_POLICY_OBS_FRAMES = 3
 
 
 def robust_v1_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
-    """:func:`robust_config` as it passes both gates when trained on Isaac Lab: kicks every
-    :data:`ROBUST_V1_PUSH_INTERVAL_S` s and :data:`ROBUST_V1_POLICY_OBS_FRAMES` observation frames;
-    every other range is v0's."""
+    """:func:`robust_config` as it passed both gates trained on Isaac Lab (one training seed): kicks
+    every :data:`ROBUST_V1_PUSH_INTERVAL_S` s and :data:`ROBUST_V1_POLICY_OBS_FRAMES` observation
+    frames; every other range is v0's."""
     overrides.setdefault("randomization", replace(robust_randomization(), push_interval_s=ROBUST_V1_PUSH_INTERVAL_S))
     overrides.setdefault("policy_obs_frames", ROBUST_V1_POLICY_OBS_FRAMES)
     return robust_config(period_s, **overrides)
