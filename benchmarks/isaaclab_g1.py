@@ -3,6 +3,7 @@
     python benchmarks/isaaclab_g1.py direct --num-envs 4096 --deadline-s 540 --out runs/isaac
     python benchmarks/isaaclab_g1.py flat --num-envs 4096 --iterations 1000 --deadline-s 560 --seed 0 --out runs/flat_s0   # again to go on
     python benchmarks/isaaclab_g1.py table runs/isaac                     # the tables of BENCHMARKS.md
+    python benchmarks/isaaclab_g1.py table runs/flat_s0 runs/flat_s1      # and the goal's verdict over the seeds
 
 Needs Isaac Lab 3.0 (Python 3.12) and ``ISAACSIM_ASSET_ROOT`` pointing at the asset root that
 ``python -m isaac_adapter.isaaclab.assets`` builds. One process builds one Isaac Lab env (Isaac Lab
@@ -56,6 +57,8 @@ from typing import Any
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
+
+from isaac_adapter.app.bench.isaaclab_flat import format_seeds, judged_rows, last_mean, median_after_first
 
 T0 = time.perf_counter()
 
@@ -443,16 +446,6 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 # -- table ---------------------------------------------------------------------------------------
 
 
-def median(rows: list[dict], key: str) -> float:
-    values = [r[key] for r in rows[1:] if r.get(key) is not None and not math.isnan(r[key])]  # the first has compile/warm-up
-    return statistics.median(values) if values else float("nan")
-
-
-def last_mean(rows: list[dict], key: str, k: int = 10) -> float:
-    values = [r[key] for r in rows[-k:] if r.get(key) is not None and not math.isnan(r[key])]
-    return sum(values) / len(values) if values else float("nan")
-
-
 def print_tables(out: Path) -> None:
     flat = out / "flat.json"
     if flat.exists():
@@ -463,13 +456,12 @@ def print_tables(out: Path) -> None:
         print("|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows, steps = tr["rows"], tr["steps_per_env"]
-            wall = median(rows, "wall_s")
-            print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median(rows, 'collect_s'):.3f} | "
-                  f"{median(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
+            wall = median_after_first(rows, "wall_s")
+            print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median_after_first(rows, 'collect_s'):.3f} | "
+                  f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
                   f"{last_mean(rows, 'length'):.0f} |")
-        judged = {name: tr.get("judged", []) for name, tr in res["trainers"].items()}
-        judged.setdefault("ppo_bootstrap", res.get("judged", []))  # older files kept Runner's rows apart
-        for name, rows in judged.items():
+        for name in res["trainers"]:
+            rows = judged_rows(res, name)
             for row in rows:
                 times = [fall["time_s"] for fall in row["falls"]]
                 when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
@@ -504,8 +496,8 @@ def print_tables(out: Path) -> None:
         trained = f", {res['iterations']} iterations in {res['train_wall_s']} s of training wall time" if curve else ", judging only"
         print(f"\nG1WalkDirectEnv (gait clock), {res['num_envs']} envs, {res['device']}, build {res['build_s']} s{trained}")
         if curve:
-            print(f"median {median(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
-                  f"{median([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
+            print(f"median {median_after_first(curve, 'perf/steps_per_s'):,.0f} env-steps/s, "
+                  f"{median_after_first([{'s': r['perf/collection_s'] + r['perf/learning_s']} for r in curve], 's'):.3f} s/it")
         print("| checkpoint | command | env steps | train s | falls at 0.60 m (envs) | air time s | steps Hz | double support | tracking error m/s | verdict |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for row in res["judged"] + res.get("rows", []):
@@ -523,7 +515,8 @@ def print_tables(out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("phase", choices=("direct", "flat", "table"))
-    parser.add_argument("out", nargs="?", default=None, help="table: the folder with the phases' JSON")
+    parser.add_argument("out", nargs="*", default=[], help="table: the folders with the phases' JSON (one per seed: "
+                        "then also the seeds' table and the goal's verdict over them)")
     parser.add_argument("--out", dest="out_dir", default="runs/isaaclab_g1")
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--device", default="cuda:0")
@@ -545,7 +538,15 @@ def main() -> None:
                              "(env.rewards.feet_air_time.weight=1.5)")
     args = parser.parse_args()
     if args.phase == "table":
-        print_tables(Path(args.out or args.out_dir))
+        folders = [Path(f) for f in args.out or [args.out_dir]]
+        if missing := [str(f) for f in folders if not f.is_dir()]:
+            parser.error(f"table: no such folder: {', '.join(missing)}")
+        for folder in folders:
+            print_tables(folder)
+        flats = [json.loads((f / "flat.json").read_text()) for f in folders if (f / "flat.json").exists()]
+        if flats:
+            print()
+            print(format_seeds(flats))
         return
     args.out = args.out_dir
     if args.rsl_iterations is None:

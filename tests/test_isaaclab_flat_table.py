@@ -1,0 +1,103 @@
+"""The seeds' table and the goal's verdict of Isaac Lab's flat G1 through Runner beside rsl-rl-lib
+(``benchmarks/isaaclab_g1.py table DIR ...``), on records made here with values whose means and
+medians are worked out by hand below."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from isaac_adapter.app.bench.isaaclab_flat import (RSL_RL, RUNNER, format_seeds, goal_lines, last_mean,
+                                                   median_after_first, seed_rows)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def rows(walls: list[float], returns: list[float]) -> list[dict]:
+    return [{"it": i + 1, "wall_s": w, "collect_s": w, "learn_s": 0.0, "return": r, "length": 900.0, "ended": 10,
+             "timeouts": 9} for i, (w, r) in enumerate(zip(walls, returns))]
+
+
+def judged(walks: bool, gate: bool) -> list[dict]:
+    """The evaluator's two rows of a final policy as the flat phase records them (the first with the gate)."""
+    gait = {"iteration": 4, "falls": [], "fall_rate": 0.0, "air_time_s": 0.3, "step_frequency_hz": 2.0,
+            "double_support": 0.1, "tracking_error": 0.1}
+    line = {"name": "falls", "value": 0.0, "op": "<=", "threshold": 1, "passed": gate}
+    return [{**gait, "command": [0.5, 0.0, 0.0], "verdict": {"accepted": walks}, "gate": {"passed": gate, "lines": [line]}},
+            {**gait, "command": "env", "verdict": {"accepted": False}}]
+
+
+def record(seed: int, runner: dict, rsl: dict) -> dict:
+    return {"task": "Isaac-Velocity-Flat-G1", "num_envs": 4096, "build_s": 20.0, "device": "test", "seed": seed,
+            "trainers": {RUNNER: {**runner, "steps_per_env": 24, "network": "(8,)"},
+                         RSL_RL: {**rsl, "steps_per_env": 24, "network": "(8,)"}}}
+
+
+# seed 0: Runner's s/it median of (1.0, 0.8, 1.2) = 1.0, rsl-rl-lib's of (1.1, 1.3, 1.2) = 1.2;
+# the first row (compile) left out. Returns: Runner's last 10 of 12 values 1..12 -> mean of 3..12 = 7.5.
+SEED0 = record(0, {"rows": rows([9.0, 1.0, 0.8, 1.2], [1, 2, 3, 4]), "judged": judged(False, False)},
+               {"rows": rows([9.0, 1.1, 1.3, 1.2], [2, 4, 6, 8]), "judged": judged(True, True)})
+# seed 1: s/it 0.6 and 1.0; returns 10 and 6 (every row the same); neither walks
+SEED1 = record(1, {"rows": rows([5.0, 0.6, 0.6, 0.6], [10] * 4), "judged": judged(False, False)},
+               {"rows": rows([5.0, 1.0, 1.0, 1.0], [6] * 4), "judged": judged(False, False)})
+
+
+def test_medians_leave_the_first_row_out_and_the_return_is_the_last_10_iterations_mean() -> None:
+    assert median_after_first(rows([9.0, 1.0, 0.8, 1.2], [0] * 4), "wall_s") == 1.0
+    assert last_mean(rows([1.0] * 12, list(range(1, 13))), "return") == 7.5
+    assert last_mean(rows([1.0] * 3, [float("nan"), 2.0, 4.0]), "return") == 3.0  # nan rows skipped
+
+
+def test_the_goal_over_two_seeds() -> None:
+    lines = goal_lines(seed_rows([SEED1, SEED0]))
+    # s/it: Runner (1.0 + 0.6) / 2 = 0.8, rsl-rl-lib (1.2 + 1.0) / 2 = 1.1
+    assert lines[0] == "wall clock (mean s/it over seeds 0, 1): Runner 0.800 against rsl-rl-lib 1.100: met"
+    # return: Runner (2.5 + 10) / 2 = 6.25, rsl-rl-lib (5 + 6) / 2 = 5.5
+    assert lines[1] == ("return over the last 10 iterations (mean over seeds 0, 1): Runner 6.25 against "
+                        "rsl-rl-lib 5.50: met")
+    # rsl-rl-lib walks at seed 0, Runner nowhere
+    assert lines[2].endswith("rsl-rl-lib at seeds 0, Runner at none: not met")
+    # seed 0 alone: Runner's return (1 + 2 + 3 + 4) / 4 = 2.5 against (2 + 4 + 6 + 8) / 4 = 5.0; seed 1 alone: slower
+    assert goal_lines(seed_rows([SEED0]))[1].endswith("Runner 2.50 against rsl-rl-lib 5.00: not met")
+    slower = record(1, SEED1["trainers"][RSL_RL], SEED1["trainers"][RUNNER])  # the two trainers' rows swapped
+    assert goal_lines(seed_rows([slower]))[0].endswith("Runner 1.000 against rsl-rl-lib 0.600: not met")
+
+
+def test_a_seed_whose_trainers_ran_different_iterations_is_left_out_and_neither_walking_is_said() -> None:
+    short = record(2, {"rows": rows([1.0] * 3, [0] * 3), "judged": judged(True, True)},
+                   {"rows": rows([1.0] * 4, [0] * 4), "judged": judged(False, False)})
+    lines = goal_lines(seed_rows([SEED1, short]))
+    assert "seeds 1)" in lines[0] and "seeds 1)" in lines[1]
+    assert lines[1].endswith("Runner 10.00 against rsl-rl-lib 6.00: met")
+    assert lines[2].endswith("rsl-rl-lib at seeds none, Runner at none: neither walks")
+    assert goal_lines(seed_rows([short])) == ["no seed has both trainers at the same iterations: no verdict"]
+
+
+def test_an_older_record_with_runners_judged_rows_at_the_top_and_an_unjudged_trainer() -> None:
+    old = {**SEED1, "judged": judged(True, False), "trainers": {
+        RUNNER: {k: v for k, v in SEED1["trainers"][RUNNER].items() if k != "judged"},
+        RSL_RL: {k: v for k, v in SEED1["trainers"][RSL_RL].items() if k != "judged"}}}
+    runner, rsl = seed_rows([old])
+    assert (runner.walks, runner.gate, rsl.walks, rsl.gate) == (True, False, None, None)
+    assert goal_lines([runner, rsl])[2] == "walking: final policies not judged at seeds 1: no verdict"
+    table = format_seeds([old])
+    assert "| 1 | Runner | 4 | 0.600 | 10.00 | yes | FAIL |" in table
+    assert "| 1 | rsl-rl-lib | 4 | 1.000 | 6.00 | - | - |" in table
+
+
+def test_the_table_command_prints_the_seeds_and_names_a_missing_folder(tmp_path) -> None:
+    for rec in (SEED0, SEED1):
+        folder = tmp_path / f"flat_s{rec['seed']}"
+        folder.mkdir()
+        (folder / "flat.json").write_text(json.dumps(rec))
+    script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "table"]
+    done = subprocess.run(script + [str(tmp_path / "flat_s0"), str(tmp_path / "flat_s1")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "| 0 | rsl-rl-lib | 4 | 1.200 | 5.00 | yes | PASS |" in done.stdout
+    assert "Runner 0.800 against rsl-rl-lib 1.100: met" in done.stdout
+    missing = subprocess.run(script + [str(tmp_path / "nothere")], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1].endswith(
+        f"table: no such folder: {tmp_path / 'nothere'}")
