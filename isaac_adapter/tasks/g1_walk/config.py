@@ -489,7 +489,7 @@ def robust_config(period_s: float = 0.8, **overrides) -> G1WalkConfig:
 
 
 #: The kicks of ``G1-Walk-Robust-v1``: every 2-4 s, as often as the robustness gate kicks. Trained on
-#: Isaac Lab so (seed 1), the robustness gate passed at all 5 gate seeds with 1 fall in 120 rollouts;
+#: Isaac Lab so (seed 1), the robustness gate passed at gate seeds 0-4 with 1 fall in 120 rollouts;
 #: at v0's 5-10 s, 9 falls and 1 seed of 5 (BENCHMARKS.md, "The robust task").
 ROBUST_V1_PUSH_INTERVAL_S = (2.0, 4.0)
 #: The observation frames of ``G1-Walk-Robust-v1``'s policy: the noise costs a one-frame policy body
