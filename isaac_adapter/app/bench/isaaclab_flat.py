@@ -32,6 +32,11 @@ def last_mean(rows: list[dict], key: str, k: int = RETURN_WINDOW) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def record_seed(record: dict[str, Any]) -> int:
+    """The seed a record was trained at (older records keep it only among their arguments)."""
+    return int(record["seed"] if "seed" in record else record.get("args", {}).get("seed", 0))
+
+
 def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
     """The evaluator's rows of ``trainer``'s final policy (older records kept Runner's at the top)."""
     rows = record["trainers"].get(trainer, {}).get("judged")
@@ -63,14 +68,14 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     judged = judged_rows(record, trainer)
     forward = next((r for r in judged if r.get("command") == [0.5, 0.0, 0.0]), None)
     gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
-    return TrainerSeed(int(record["seed"]), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
+    return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
                        last_mean(tr["rows"], "return"), None if forward is None else bool(forward["verdict"]["accepted"]),
                        gate)
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
     """Every trainer's row of every record, by seed, Runner first."""
-    rows = [trainer_seed(rec, name) for rec in sorted(records, key=lambda r: r["seed"]) for name in (RUNNER, RSL_RL)]
+    rows = [trainer_seed(rec, name) for rec in sorted(records, key=record_seed) for name in (RUNNER, RSL_RL)]
     return [r for r in rows if r is not None]
 
 
@@ -85,13 +90,13 @@ def goal_lines(rows: list[TrainerSeed]) -> list[str]:
              if RUNNER in t and RSL_RL in t and t[RUNNER].iterations == t[RSL_RL].iterations}
     if not pairs:
         return ["no seed has both trainers at the same iterations: no verdict"]
-    seeds = ", ".join(str(s) for s in pairs)
+    seeds = ("seed " if len(pairs) == 1 else "seeds ") + ", ".join(str(s) for s in pairs)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     ours, theirs = mean([p[0].s_per_it for p in pairs.values()]), mean([p[1].s_per_it for p in pairs.values()])
-    lines = [f"wall clock (mean s/it over seeds {seeds}): Runner {ours:.3f} against rsl-rl-lib {theirs:.3f}: "
+    lines = [f"wall clock (mean s/it over {seeds}): Runner {ours:.3f} against rsl-rl-lib {theirs:.3f}: "
              + ("met" if ours <= theirs else "not met")]
     ours, theirs = mean([p[0].end_return for p in pairs.values()]), mean([p[1].end_return for p in pairs.values()])
-    lines.append(f"return over the last {RETURN_WINDOW} iterations (mean over seeds {seeds}): Runner {ours:.2f} "
+    lines.append(f"return over the last {RETURN_WINDOW} iterations (mean over {seeds}): Runner {ours:.2f} "
                  f"against rsl-rl-lib {theirs:.2f}: " + ("met" if ours >= theirs else "not met"))
     rsl_walks = [s for s, (_, rsl) in pairs.items() if rsl.walks]
     runner_walks = [s for s, (run, _) in pairs.items() if run.walks]
