@@ -541,6 +541,8 @@ def main() -> None:
         folders = [Path(f) for f in args.out or [args.out_dir]]
         if missing := [str(f) for f in folders if not f.is_dir()]:
             parser.error(f"table: no such folder: {', '.join(missing)}")
+        if empty := [str(f) for f in folders if not any((f / f"{phase}.json").exists() for phase in ("flat", "direct"))]:
+            parser.error(f"table: no flat.json or direct.json in {', '.join(empty)} (the folders --out gave the phases)")
         for folder in folders:
             print_tables(folder)
         flats = [json.loads((f / "flat.json").read_text()) for f in folders if (f / "flat.json").exists()]

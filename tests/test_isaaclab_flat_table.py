@@ -103,3 +103,5 @@ def test_the_table_command_prints_the_seeds_and_names_a_missing_folder(tmp_path)
     missing = subprocess.run(script + [str(tmp_path / "nothere")], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1].endswith(
         f"table: no such folder: {tmp_path / 'nothere'}")
+    empty = subprocess.run(script + [str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert empty.returncode == 2 and f"table: no flat.json or direct.json in {tmp_path}" in empty.stderr
