@@ -58,7 +58,8 @@ from typing import Any
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
-from isaac_adapter.app.bench.isaaclab_flat import format_seeds, judged_rows, last_mean, median_after_first
+from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, format_seeds, judged_rows, last_mean,
+                                                  median_after_first)
 
 T0 = time.perf_counter()
 
@@ -125,7 +126,7 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
         row["checkpoint"] = str(path)
         return print_row(row)
 
-    forward = (0.5, 0.0, 0.0)
+    forward = FORWARD_COMMAND
     for path in args.judge:
         log(f"judging {path} on Isaac Lab (forward 0.5 m/s, then mixed commands)")
         print_header()
@@ -200,7 +201,7 @@ def record_clip(env: Any, checkpoint_path: Path, path: Path, seconds: float, env
     task = env.unwrapped
     task.generator.manual_seed(0)
     env.reset()
-    obs = task.set_commands(torch.tensor([0.5, 0.0, 0.0]))
+    obs = task.set_commands(torch.tensor(FORWARD_COMMAND))
     policy = ActorCriticPolicy.from_checkpoint(checkpoint_path, obs, env.num_actions)
     frames = []
     for _ in range(round(seconds / task.task_cfg.policy_dt)):
@@ -209,7 +210,7 @@ def record_clip(env: Any, checkpoint_path: Path, path: Path, seconds: float, env
         obs = res.obs
         s = task.state
         frames.append(torch.cat([s.root_pos_w, s.root_quat_w, s.joint_pos], dim=-1)[:envs].cpu())
-    torch.save({"qpos": torch.stack(frames), "dt": task.task_cfg.policy_dt, "command": [0.5, 0.0, 0.0]}, path)
+    torch.save({"qpos": torch.stack(frames), "dt": task.task_cfg.policy_dt, "command": list(FORWARD_COMMAND)}, path)
     log(f"saved {len(frames)} frames of {envs} envs to {path}")
     return str(path)
 
@@ -424,7 +425,7 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
     rows = []
     print_header()
     try:
-        for command in ((0.5, 0.0, 0.0), None):
+        for command in (FORWARD_COMMAND, None):
             evaluator = Evaluator(probe, EvalConfig(horizon_s=args.horizon_s, seed=args.seed, commands=command))
             with torch.no_grad():
                 report = evaluator.evaluate(ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions))

@@ -18,6 +18,8 @@ from typing import Any
 RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 RETURN_WINDOW = 10  # the return a run ends at: the mean over its last this many iterations
+FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
+FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
 
 
 def median_after_first(rows: list[dict], key: str) -> float:
@@ -66,11 +68,11 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     if not tr or not tr.get("rows"):
         return None
     judged = judged_rows(record, trainer)
-    forward = next((r for r in judged if r.get("command") == [0.5, 0.0, 0.0]), None)
+    forward = next((r for r in judged if r.get("command") == list(FORWARD_COMMAND)), None)
     gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
-    return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
-                       last_mean(tr["rows"], "return"), None if forward is None else bool(forward["verdict"]["accepted"]),
-                       gate)
+    walks = None if forward is None else bool(forward["verdict"]["accepted"])
+    return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]),
+                       median_after_first(tr["rows"], "wall_s"), last_mean(tr["rows"], "return"), walks, gate)
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
@@ -91,11 +93,11 @@ def goal_lines(rows: list[TrainerSeed]) -> list[str]:
     if not pairs:
         return ["no seed has both trainers at the same iterations: no verdict"]
     seeds = ("seed " if len(pairs) == 1 else "seeds ") + ", ".join(str(s) for s in pairs)
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    ours, theirs = mean([p[0].s_per_it for p in pairs.values()]), mean([p[1].s_per_it for p in pairs.values()])
+    ours_rows, their_rows = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
+    ours, theirs = statistics.mean(r.s_per_it for r in ours_rows), statistics.mean(r.s_per_it for r in their_rows)
     lines = [f"wall clock (mean s/it over {seeds}): Runner {ours:.3f} against rsl-rl-lib {theirs:.3f}: "
              + ("met" if ours <= theirs else "not met")]
-    ours, theirs = mean([p[0].end_return for p in pairs.values()]), mean([p[1].end_return for p in pairs.values()])
+    ours, theirs = statistics.mean(r.end_return for r in ours_rows), statistics.mean(r.end_return for r in their_rows)
     lines.append(f"return over the last {RETURN_WINDOW} iterations (mean over {seeds}): Runner {ours:.2f} "
                  f"against rsl-rl-lib {theirs:.2f}: " + ("met" if ours >= theirs else "not met"))
     rsl_walks = [s for s, (_, rsl) in pairs.items() if rsl.walks]
@@ -107,7 +109,7 @@ def goal_lines(rows: list[TrainerSeed]) -> list[str]:
     else:
         missed = [s for s in rsl_walks if s not in runner_walks]
         verdict = "neither walks" if not rsl_walks and not runner_walks else ("met" if not missed else "not met")
-        lines.append(f"walks wherever rsl-rl-lib walks (forward 0.5 m/s accepted): rsl-rl-lib at seeds {named(rsl_walks)}, "
+        lines.append(f"walks wherever rsl-rl-lib walks ({FORWARD} accepted): rsl-rl-lib at seeds {named(rsl_walks)}, "
                      f"Runner at {named(runner_walks)}: {verdict}")
     return lines
 
@@ -117,7 +119,7 @@ def format_seeds(records: list[dict[str, Any]]) -> str:
     yes_no = lambda v: "-" if v is None else ("yes" if v else "no")  # noqa: E731
     rows = seed_rows(records)
     out = [f"per seed: median s/it, the return over the last {RETURN_WINDOW} iterations, whether the final policy "
-           "walks (forward 0.5 m/s) and passes the walking gate",
+           f"walks ({FORWARD}) and passes the walking gate",
            "| seed | trainer | iterations | s/it | return | walks | walking gate |", "|---|---|---|---|---|---|---|"]
     out += [f"| {r.seed} | {NAMES[r.trainer]} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | "
             f"{yes_no(r.walks)} | {'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} |" for r in rows]
