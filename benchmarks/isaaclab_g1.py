@@ -24,7 +24,8 @@ same env, GPU and seed train twice, with the task's registered rsl_rl recipe
 rsl-rl-lib's ``OnPolicyRunner`` (``--rsl-iterations``). Before each, every env's episode clock is set
 to the same random value (rsl_rl's ``init_at_random_ep_len``). Per iteration both log the same
 quantities, measured the same way: wall, collection and update seconds, the mean return and length
-of the episodes that ended in it, and how many ended, of them by the time limit. Each trainer
+of the episodes that ended in it, how many ended, of them by the time limit, the GPU model it ran
+on, and (every 10th) the env's per-term episode logs (``Episode_Reward/<term>``, ...). Each trainer
 continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_bootstrap``,
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
 command, its rows kept; a trainer given 0 iterations does not run in that call, and what an earlier
@@ -36,7 +37,9 @@ task's own commands (the gait verdict of each), then the project's walking gate 
 env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``).
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
-overrides it started with.
+overrides it started with. ``--timeout-bootstrap state_value`` trains ``Runner`` with rsl_rl's
+time-out value (a probe of the exact bootstrap's effect, shown beside the seeds and kept out of the
+goal's lines; a folder goes on only with the bootstrap its ``Runner`` started with).
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -57,9 +60,11 @@ from typing import Any
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
+from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 
-from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, format_seeds, judged_rows, last_mean,
-                                                  median_after_first)
+from isaac_adapter.app.bench.isaaclab_flat import (EXACT, FORWARD_COMMAND, RUNNER, format_seeds,
+                                                  judged_rows, last_mean, median_after_first, row_terms,
+                                                  rows_with_devices, term_lines)
 
 T0 = time.perf_counter()
 
@@ -75,6 +80,11 @@ def log(msg: str) -> None:
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def device_name() -> str:
+    """The GPU model this process runs on ("cpu" without one)."""
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
 
 
 # -- direct --------------------------------------------------------------------------------------
@@ -103,7 +113,7 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
     env = make_g1_direct_env(task)
     obs = env.reset()
     sync()
-    result: dict[str, Any] = {"num_envs": args.num_envs, "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+    result: dict[str, Any] = {"num_envs": args.num_envs, "device": device_name(),
                               "build_s": round(elapsed() - t, 1), "judged": [], "rows": []}
     log(f"G1WalkDirectEnv built: {args.num_envs} envs in {result['build_s']} s; obs {({k: tuple(v.shape) for k, v in obs.items()})}")
 
@@ -263,16 +273,21 @@ class StopTraining(Exception):
     """Raised from rsl_rl's per-iteration hook at the deadline, after its checkpoint is saved."""
 
 
-def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argparse.Namespace,
+                      earlier: dict[str, Any]) -> dict[str, Any]:
     """The registered recipe through ``Runner`` to ``args.iterations``, continuing from the newest
-    checkpoint in ``run_dir``; its rows, and the final policy judged once it is reached."""
+    checkpoint in ``run_dir``; its rows (each with the GPU it ran on and the env's per-term logs;
+    ``earlier``: the record an earlier call wrote, for its rows' GPUs), and the final policy judged
+    once it is reached."""
     from ppo_bootstrap import Runner
+    from ppo_bootstrap.logger import ENV_LOG_PREFIX
     from ppo_bootstrap.runner import read_metrics
 
     cfg = runner_config(run_dir)
     runner = Runner(env, cfg)
     if (latest := newest_checkpoint(run_dir)) is not None:
         runner.load(latest)
+    resumed_at = runner.iteration
     remaining = args.iterations - runner.iteration
     if remaining > 0 and elapsed() < args.deadline_s - args.eval_reserve_s:
         randomize_episode_clocks(env, args.seed + runner.iteration)  # after the Runner's reset
@@ -281,8 +296,11 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
              "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
              "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
              "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
-             "timeout_bootstrap": r["timeout_bootstrap/mean"]} for r in read_metrics(run_dir)]
-    trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env,
+             "timeout_bootstrap": r["timeout_bootstrap/mean"], **row_terms(int(r["iteration"]), r, ENV_LOG_PREFIX)}
+            for r in read_metrics(run_dir)]
+    rows = rows_with_devices(rows, resumed_at, earlier.get("trainers", {}).get(RUNNER, {}).get("rows", []),
+                             earlier.get("device", device_name()), device_name())
+    trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, "timeout_bootstrap": cfg.ppo.timeout_bootstrap,
                "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
     if runner.iteration >= args.iterations:
         trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
@@ -310,8 +328,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
-                              "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-                              "seed": args.seed, "trainers": {}}
+                              "device": device_name(), "seed": args.seed, "trainers": {}}
     log(f"{args.task} built: {args.num_envs} envs in {result['build_s']} s")
 
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
@@ -324,15 +341,18 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     n = args.num_envs
 
     def runner_config(log_dir: Path) -> Any:
-        return RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=str(log_dir),
-                                        validate_env_output=False, console=False)
+        cfg = RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=str(log_dir),
+                                       validate_env_output=False, console=False)
+        return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, timeout_bootstrap=args.timeout_bootstrap))
 
     # a trainer this call does not run (its iterations 0) keeps what an earlier call recorded of it
-    earlier = out / "flat.json"
-    kept = json.loads(earlier.read_text())["trainers"] if earlier.exists() else {}
+    earlier_file = out / "flat.json"
+    earlier = json.loads(earlier_file.read_text()) if earlier_file.exists() else {}
+    kept = earlier.get("trainers", {})
     steps = runner_config(out / "flat_ppo_bootstrap").num_steps_per_env
     if args.iterations > 0:
-        result["trainers"]["ppo_bootstrap"] = train_flat_runner(env, runner_config, out / "flat_ppo_bootstrap", args)
+        result["trainers"]["ppo_bootstrap"] = train_flat_runner(env, runner_config, out / "flat_ppo_bootstrap", args,
+                                                                earlier)
     elif "ppo_bootstrap" in kept:
         result["trainers"]["ppo_bootstrap"] = kept["ppo_bootstrap"]
     if not args.rsl_iterations:
@@ -347,14 +367,18 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     base.reset()
     torch.manual_seed(args.seed)
 
+    from ppo_bootstrap.runner import LogSums
+
     class Metered(RslRlVecEnvWrapper):
         def step(self, actions):  # noqa: ANN001, ANN202
             obs, rew, dones, extras = super().step(actions)
             # a time-out on a step that also ended the MDP counts as a fall, as the Runner counts it
             meter.add(rew, dones.bool(), extras["time_outs"].bool() & ~base.reset_terminated)
+            env_logs["sums"].add(extras.get("log", {}))  # summed as the Runner sums them
             return obs, rew, dones, extras
 
     meter = EpisodeMeter(n, base.device)
+    env_logs = {"sums": LogSums()}
     wrapped = Metered(base, clip_actions=agent.clip_actions)
     rsl_dir = out / "flat_rsl_rl"
     rsl_dir.mkdir(parents=True, exist_ok=True)
@@ -367,6 +391,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rsl_rows = ([json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists()
                 else kept.get("rsl_rl", {}).get("rows", []))
     rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
+    rsl_rows = rows_with_devices(rsl_rows, done, [], earlier.get("device", device_name()), device_name())
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
     stop_at = args.deadline_s - args.eval_reserve_s
@@ -375,8 +400,11 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         sync()
         now = time.perf_counter()
         ret, length, ended, timeouts = meter.take()
+        means = {k: v / steps for k, v in env_logs["sums"].totals().items()}  # per step, as the Runner's env/ keys
+        env_logs["sums"] = LogSums()
         rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
-                         "return": ret, "length": length, "ended": ended, "timeouts": timeouts})
+                         "return": ret, "length": length, "ended": ended, "timeouts": timeouts,
+                         "device": device_name(), **row_terms(it + 1, means)})
         clock["t"] = now
         with rows_file.open("a") as f:
             f.write(json.dumps(rsl_rows[-1]) + "\n")
@@ -478,18 +506,21 @@ def print_tables(out: Path) -> None:
                               + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
         block = 100
         print(f"\nper {block} iterations: median s/it, env-steps/s, return and length (mean of the block's last 10), "
-              "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded)")
-        print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit |")
-        print("|---|---|---|---|---|---|---|---|")
+              "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded), the GPU")
+        print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit | GPU |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows = tr["rows"]
             for lo in range(0, len(rows), block):
                 part = rows[lo:lo + block]
                 wall = statistics.median(r["wall_s"] for r in part)
                 timeouts = f"{sum(r['timeouts'] for r in part):,}" if all("timeouts" in r for r in part) else "-"
+                gpus = " + ".join(dict.fromkeys(r.get("device", res["device"]) for r in part))
                 print(f"| {name} | {part[0]['it']}-{part[-1]['it']} | {wall:.3f} | {tr['steps_per_env'] * n / wall:,.0f} | "
                       f"{last_mean(part, 'return'):.2f} | {last_mean(part, 'length'):.0f} | "
-                      f"{sum(r['ended'] for r in part):,} | {timeouts} |")
+                      f"{sum(r['ended'] for r in part):,} | {timeouts} | {gpus} |")
+        if terms := term_lines(res):
+            print("\n" + "\n".join(terms))
     direct = out / "direct.json"
     if direct.exists():
         res = json.loads(direct.read_text())
@@ -531,7 +562,8 @@ def main() -> None:
     parser.add_argument("--gate-horizon-s", type=float, default=20.0, help="flat: the walking gate's horizon")
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
     parser.add_argument("--judge-only", action="store_true", help="direct: judge the --judge checkpoints, do not train")
-    parser.add_argument("--timeout-bootstrap", choices=("exact", "state_value", "none"), default="exact")
+    parser.add_argument("--timeout-bootstrap", choices=TIMEOUT_BOOTSTRAP_MODES, default=EXACT,
+                        help="Runner's value of a time-out (flat: a probe, e.g. rsl_rl's state_value, kept out of the goal)")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",
@@ -570,6 +602,11 @@ def main() -> None:
         if recorded != args.env_overrides:
             parser.error(f"--env-overrides {' '.join(args.env_overrides) or '(none)'}: {earlier} was trained with "
                          f"{' '.join(recorded) or 'none'}; give the same, or another --out")
+        ours = record.get("trainers", {}).get(RUNNER)
+        bootstrap = ours.get("timeout_bootstrap", EXACT) if ours else args.timeout_bootstrap  # older records: exact
+        if args.iterations > 0 and bootstrap != args.timeout_bootstrap:
+            parser.error(f"--timeout-bootstrap {args.timeout_bootstrap}: {earlier} trained Runner with {bootstrap}; "
+                         "give the same, or another --out")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     result = run_direct(args) if args.phase == "direct" else run_flat(args)

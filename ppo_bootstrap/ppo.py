@@ -77,7 +77,8 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         if self.timeout_bootstrap not in TIMEOUT_BOOTSTRAP_MODES:
-            raise ValueError(f"timeout_bootstrap must be 'exact', 'state_value' or 'none', got {self.timeout_bootstrap!r}")
+            raise ValueError(f"timeout_bootstrap must be one of {', '.join(TIMEOUT_BOOTSTRAP_MODES)}, "
+                             f"got {self.timeout_bootstrap!r}")
         if self.schedule not in ("adaptive", "fixed"):
             raise ValueError(f"schedule must be 'adaptive' or 'fixed', got {self.schedule!r}")
         if self.adaptive_every not in ("mini_batch", "update"):

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from isaac_adapter.app.bench.isaaclab_flat import (RSL_RL, RUNNER, format_seeds, goal_lines, last_mean,
-                                                   median_after_first, seed_rows)
+from isaac_adapter.app.bench.isaaclab_flat import (RSL_RL, RUNNER, env_terms, format_seeds, goal_lines, last_mean,
+                                                   median_after_first, row_terms, rows_with_devices, seed_rows,
+                                                   term_lines)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,3 +106,64 @@ def test_the_table_command_prints_the_seeds_and_names_a_missing_folder(tmp_path)
         f"table: no such folder: {tmp_path / 'nothere'}")
     empty = subprocess.run(script + [str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert empty.returncode == 2 and f"table: no flat.json or direct.json in {tmp_path}" in empty.stderr
+
+
+def test_each_row_names_its_gpu_and_a_seed_split_over_two_models_is_left_out_of_the_wall_clock() -> None:
+    earlier = [{"it": 1}, {"it": 2, "device": "H100"}, {"it": 3}]  # an older call's rows, one naming its GPU
+    fresh = [{"it": i} for i in range(1, 6)]  # rebuilt from the trainer's own log, resumed after iteration 2
+    marked = rows_with_devices(fresh, 2, earlier, "H200", "B200")
+    assert [r["device"] for r in marked] == ["H200", "H100", "B200", "B200", "B200"]
+    assert rows_with_devices([{"it": 1, "device": "A"}], 0, [], "H200", "B") == [{"it": 1, "device": "B"}]
+
+    split = json.loads(json.dumps(SEED1))
+    for i, row in enumerate(split["trainers"][RSL_RL]["rows"]):
+        row["device"] = "other" if i >= 2 else "test"  # the record's own device is "test"
+    runner, rsl = seed_rows([split])
+    assert (runner.devices, rsl.devices) == (("test",), ("test", "other"))
+    lines = goal_lines(seed_rows([SEED0, split]))
+    assert lines[0] == ("wall clock (mean s/it over seed 0): Runner 1.000 against rsl-rl-lib 1.200: met "
+                        "(left out, not on one GPU model: seed 1)")
+    assert "(mean over seeds 0, 1)" in lines[1]  # the return does not depend on the GPU
+    assert goal_lines(seed_rows([split]))[0] == "wall clock: no seed has both trainers on one GPU model (left out, " \
+                                                "not on one GPU model: seed 1): no verdict"
+    assert "| 1 | rsl-rl-lib | 4 | 1.000 | 6.00 | no | FAIL | test + other |" in format_seeds([split])
+
+
+def test_a_runner_run_with_another_bootstrap_is_a_probe_shown_beside_the_seeds_and_left_out_of_the_goal() -> None:
+    probe = json.loads(json.dumps(SEED0))
+    probe["trainers"][RUNNER]["timeout_bootstrap"] = "state_value"
+    probe["trainers"][RUNNER]["rows"] = rows([9.0, 0.1, 0.1, 0.1], [100] * 4)  # would win every line
+    del probe["trainers"][RSL_RL]
+    table = format_seeds([SEED0, probe])
+    assert "| 0 | Runner, state_value bootstrap | 4 | 0.100 | 100.00 | no | FAIL | test |" in table
+    assert goal_lines(seed_rows([SEED0, probe])) == goal_lines(seed_rows([SEED0]))
+    assert goal_lines(seed_rows([probe])) == ["no seed has both trainers at the same iterations: no verdict"]
+
+
+def test_per_term_logs_keep_isaac_labs_episode_terms_and_end_at_the_mean_of_the_last_ten() -> None:
+    means = {"env/Episode_Reward/feet_air_time": 0.123456, "env/Episode_Termination/time_out": 3.0,
+             "env/Metrics/base_velocity/error_vel_xy": 0.5, "env/Curriculum/x": 1.0, "perf/steps_per_s": 9.0,
+             "Episode_Reward/no_prefix": 1.0}
+    assert env_terms(means, "env/") == {"Episode_Reward/feet_air_time": 0.1235, "Episode_Termination/time_out": 3.0,
+                                        "Metrics/base_velocity/error_vel_xy": 0.5}
+    assert env_terms({"Episode_Reward/a": 2.0, "other": 1.0}) == {"Episode_Reward/a": 2.0}
+    # a row keeps them every 10th iteration
+    assert row_terms(20, {"Episode_Reward/a": 2.0}) == {"terms": {"Episode_Reward/a": 2.0}}
+    assert row_terms(21, {"Episode_Reward/a": 2.0}) == {}
+    rec = json.loads(json.dumps(SEED0))
+    # Runner: 12 rows with terms 1..12, the last 10 mean (3 + ... + 12) / 10 = 7.5; rsl-rl-lib: none but one
+    rec["trainers"][RUNNER]["rows"] = [{"it": i, "terms": {"Episode_Reward/a": float(i)}} for i in range(1, 13)]
+    rec["trainers"][RSL_RL]["rows"] = [{"it": 1, "terms": {"Episode_Reward/b": 4.0}}, {"it": 2}]
+    assert term_lines(rec)[1:] == ["| term | Runner | rsl-rl-lib |", "|---|---|---|",
+                                   "| Episode_Reward/a | 7.5 | - |", "| Episode_Reward/b | - | 4 |"]
+    assert term_lines(SEED0) == []  # rows without terms: no table
+
+
+def test_the_flat_phase_goes_on_only_with_the_bootstrap_its_runner_started_with(tmp_path) -> None:
+    (tmp_path / "flat.json").write_text(json.dumps({**SEED0, "args": {"env_overrides": []}}))
+    script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--out", str(tmp_path)]
+    done = subprocess.run(script + ["--timeout-bootstrap", "state_value"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        f"--timeout-bootstrap state_value: {tmp_path / 'flat.json'} trained Runner with exact; give the same, or "
+        "another --out")

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
+from ppo_bootstrap.ppo import PPOConfig
+
 from isaac_adapter.evaluation.sweep import SWEEP_HEIGHTS
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.registry import UsageError
@@ -93,8 +96,9 @@ class Args:
                              type=int)
     num_steps_per_env: int | None = arg(None, "env steps per PPO iteration (default: the task's, else 24)",
                                         commands=(TRAIN,), type=int)
-    timeout_bootstrap: str = arg("exact", "value of a timeout: V(true final obs) (exact), V(s_t) as rsl_rl does, "
-                                 "or none (a fall)", commands=(TRAIN,), choices=("exact", "state_value", "none"))
+    timeout_bootstrap: str = arg(PPOConfig.timeout_bootstrap, "value of a timeout: V(true final obs) (exact), V(s_t) "
+                                 "as rsl_rl does (state_value), or none (a fall)", commands=(TRAIN,),
+                                 choices=TIMEOUT_BOOTSTRAP_MODES)
     symmetry: str | None = arg(None, "left-right mirror symmetry: train on mirrored samples too (augment), add the "
                                "mirror loss (loss), or both; needs an env with a 'symmetry' (the G1-Walk tasks; "
                                "default: the task's, off for most)", commands=(TRAIN,),

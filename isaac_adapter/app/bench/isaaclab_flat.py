@@ -5,7 +5,10 @@ into one row per seed and trainer and the goal's three lines.
 The goal (BENCHMARKS.md, "Isaac Lab's own G1 beside rsl_rl"): ``Runner`` takes no more wall clock
 per iteration than rsl-rl-lib, ends at the same or a higher return, and walks wherever rsl-rl-lib
 walks. Each line is decided over the seeds where both trainers ran the same number of iterations:
-the seconds per iteration and the return as means over those seeds, the walking seed by seed.
+the seconds per iteration and the return as means over those seeds, the walking seed by seed. The
+wall clock is compared only where both trainers ran every iteration on one GPU model (each row names
+the GPU it ran on), and a ``Runner`` run with another time-out bootstrap than the exact one is a
+probe: it shows in the seeds' table and stays out of the goal's lines.
 """
 
 from __future__ import annotations
@@ -13,13 +16,42 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Mapping
+
+from ppo_bootstrap.ppo import PPOConfig
 
 RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 RETURN_WINDOW = 10  # the return a run ends at: the mean over its last this many iterations
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
+EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default
+# the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
+# on every this many iterations' rows (all of them would triple a record's size)
+TERM_PREFIXES = ("Episode_Reward/", "Episode_Termination/", "Metrics/")
+TERMS_EVERY = 10
+
+
+def env_terms(means: Mapping[str, float], prefix: str = "") -> dict[str, float]:
+    """The per-term episode logs among one iteration's env log means (keys ``prefix`` +
+    ``Episode_Reward/<term>``, ...), keyed without ``prefix``, to 4 significant digits."""
+    terms = {k.removeprefix(prefix): v for k, v in means.items() if k.startswith(prefix)}
+    return {k: float(f"{v:.4g}") for k, v in terms.items() if k.startswith(TERM_PREFIXES)}
+
+
+def row_terms(it: int, means: Mapping[str, float], prefix: str = "") -> dict[str, dict[str, float]]:
+    """``{"terms": env_terms(means, prefix)}`` for iteration ``it`` if its row keeps them, else ``{}``."""
+    return {"terms": env_terms(means, prefix)} if it % TERMS_EVERY == 0 else {}
+
+
+def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Iterable[dict], earlier_device: str,
+                      device: str) -> list[dict]:
+    """``rows``, each naming the GPU it ran on: an iteration past ``resumed_at`` ran in this call
+    (``device``); one up to it keeps what it or the earlier call's row named (``earlier_device``, the
+    earlier record's, for rows that named none)."""
+    earlier = {r["it"]: r.get("device", earlier_device) for r in earlier_rows}
+    return [{**r, "device": device if r["it"] > resumed_at else r.get("device") or earlier.get(r["it"], earlier_device)}
+            for r in rows]
 
 
 def median_after_first(rows: list[dict], key: str) -> float:
@@ -51,7 +83,8 @@ def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
 class TrainerSeed:
     """One trainer at one seed: iterations run, median seconds per iteration, the return it ended at,
     whether its final policy walks (the gait verdict at forward 0.5 m/s accepted) and passes the
-    walking gate (None: not judged)."""
+    walking gate (None: not judged), the GPU models its iterations ran on, and Runner's time-out
+    bootstrap (None for rsl-rl-lib)."""
 
     seed: int
     trainer: str
@@ -60,6 +93,18 @@ class TrainerSeed:
     end_return: float
     walks: bool | None
     gate: bool | None
+    devices: tuple[str, ...] = ()
+    timeout_bootstrap: str | None = None
+
+    @property
+    def name(self) -> str:
+        probe = self.timeout_bootstrap not in (None, EXACT)
+        return NAMES[self.trainer] + (f", {self.timeout_bootstrap} bootstrap" if probe else "")
+
+    @property
+    def probe(self) -> bool:
+        """A Runner run with another time-out bootstrap than the default one."""
+        return self.timeout_bootstrap not in (None, EXACT)
 
 
 def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
@@ -71,8 +116,10 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     forward = next((r for r in judged if r.get("command") == list(FORWARD_COMMAND)), None)
     gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
     walks = None if forward is None else bool(forward["verdict"]["accepted"])
-    return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]),
-                       median_after_first(tr["rows"], "wall_s"), last_mean(tr["rows"], "return"), walks, gate)
+    devices = tuple(dict.fromkeys(r.get("device", record["device"]) for r in tr["rows"]))
+    bootstrap = tr.get("timeout_bootstrap", EXACT) if trainer == RUNNER else None  # older records: exact
+    return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
+                       last_mean(tr["rows"], "return"), walks, gate, devices, bootstrap)
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
@@ -81,22 +128,36 @@ def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
     return [r for r in rows if r is not None]
 
 
+def seed_list(seeds: Iterable[int]) -> str:
+    """``seed 1`` or ``seeds 0, 1``."""
+    seeds = list(seeds)
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+
+
 def goal_lines(rows: list[TrainerSeed]) -> list[str]:
     """The goal's three lines over the seeds where both trainers ran the same iterations, each ending in
     ``met`` or ``not met`` (the walking line: ``neither walks`` when neither does, ``no verdict`` when
-    a final policy was not judged); one line saying so when no seed has both."""
+    a final policy was not judged; the wall clock over the seeds where both ran on one GPU model);
+    one line saying so when no seed has both. Probes (:attr:`TrainerSeed.probe`) are left out."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
     for row in rows:
-        by_seed.setdefault(row.seed, {})[row.trainer] = row
+        if not row.probe:
+            by_seed.setdefault(row.seed, {})[row.trainer] = row
     pairs = {s: (t[RUNNER], t[RSL_RL]) for s, t in sorted(by_seed.items())
              if RUNNER in t and RSL_RL in t and t[RUNNER].iterations == t[RSL_RL].iterations}
     if not pairs:
         return ["no seed has both trainers at the same iterations: no verdict"]
-    seeds = ("seed " if len(pairs) == 1 else "seeds ") + ", ".join(str(s) for s in pairs)
+    seeds = seed_list(pairs)
     ours_rows, their_rows = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
-    ours, theirs = statistics.mean(r.s_per_it for r in ours_rows), statistics.mean(r.s_per_it for r in their_rows)
-    lines = [f"wall clock (mean s/it over {seeds}): Runner {ours:.3f} against rsl-rl-lib {theirs:.3f}: "
-             + ("met" if ours <= theirs else "not met")]
+    one_gpu = {s: p for s, p in pairs.items() if len({*p[0].devices, *p[1].devices}) == 1}
+    mixed = f" (left out, not on one GPU model: {seed_list(s for s in pairs if s not in one_gpu)})"
+    if one_gpu:
+        ours = statistics.mean(p[0].s_per_it for p in one_gpu.values())
+        theirs = statistics.mean(p[1].s_per_it for p in one_gpu.values())
+        lines = [f"wall clock (mean s/it over {seed_list(one_gpu)}): Runner {ours:.3f} against rsl-rl-lib "
+                 f"{theirs:.3f}: " + ("met" if ours <= theirs else "not met") + (mixed if len(one_gpu) < len(pairs) else "")]
+    else:
+        lines = [f"wall clock: no seed has both trainers on one GPU model{mixed}: no verdict"]
     ours, theirs = statistics.mean(r.end_return for r in ours_rows), statistics.mean(r.end_return for r in their_rows)
     lines.append(f"return over the last {RETURN_WINDOW} iterations (mean over {seeds}): Runner {ours:.2f} "
                  f"against rsl-rl-lib {theirs:.2f}: " + ("met" if ours >= theirs else "not met"))
@@ -119,8 +180,29 @@ def format_seeds(records: list[dict[str, Any]]) -> str:
     yes_no = lambda v: "-" if v is None else ("yes" if v else "no")  # noqa: E731
     rows = seed_rows(records)
     out = [f"per seed: median s/it, the return over the last {RETURN_WINDOW} iterations, whether the final policy "
-           f"walks ({FORWARD}) and passes the walking gate",
-           "| seed | trainer | iterations | s/it | return | walks | walking gate |", "|---|---|---|---|---|---|---|"]
-    out += [f"| {r.seed} | {NAMES[r.trainer]} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | "
-            f"{yes_no(r.walks)} | {'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} |" for r in rows]
+           f"walks ({FORWARD}) and passes the walking gate, the GPU",
+           "| seed | trainer | iterations | s/it | return | walks | walking gate | GPU |", "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r.seed} | {r.name} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | {yes_no(r.walks)} | "
+            f"{'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} | {' + '.join(r.devices)} |" for r in rows]
     return "\n".join(out + goal_lines(rows))
+
+
+def term_lines(record: dict[str, Any]) -> list[str]:
+    """Each trainer's per-term episode logs (:func:`env_terms`) at the end of its rows, the mean over
+    the last ``RETURN_WINDOW`` rows that kept them (:data:`TERMS_EVERY`), one table row per term; none
+    if no row kept any."""
+    ends = {name: {} for name in record["trainers"]}
+    for name, tr in record["trainers"].items():
+        kept = [r["terms"] for r in tr["rows"] if r.get("terms")][-RETURN_WINDOW:]
+        for term in dict.fromkeys(k for terms in kept for k in terms):
+            values = [terms[term] for terms in kept if term in terms]
+            ends[name][term] = sum(values) / len(values)
+    terms = list(dict.fromkeys(k for end in ends.values() for k in end))
+    if not terms:
+        return []
+    names = list(ends)
+    cell = lambda end, term: f"{end[term]:.4g}" if term in end else "-"  # noqa: E731
+    return ([f"per-term episode logs (per step, as the trainers log them), mean of the last {RETURN_WINDOW} rows "
+             f"that kept them (every {TERMS_EVERY}th iteration)",
+             "| term | " + " | ".join(NAMES.get(n, n) for n in names) + " |", "|---|" + "---|" * len(names)]
+            + [f"| {term} | " + " | ".join(cell(ends[n], term) for n in names) + " |" for term in terms])

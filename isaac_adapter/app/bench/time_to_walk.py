@@ -80,13 +80,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
+
 from isaac_adapter.app.bench.common import format_table
 
 REPO = Path(__file__).resolve().parents[3]  # the checkout
 TRAIN_SCRIPT = REPO / "examples" / "g1_walk.py"
 RESULTS = "time_to_walk.json"
 RUN_META = "time_to_walk_run.json"  # written into each run folder at launch: what --judge-only reads back
-MODES = ("exact", "state_value", "none")
+MODES = TIMEOUT_BOOTSTRAP_MODES
 CHECKPOINT = re.compile(r"^model_(\d+)\.pt$")
 
 
