@@ -62,7 +62,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 
-from isaac_adapter.app.bench.isaaclab_flat import (EXACT, FORWARD_COMMAND, RUNNER, format_seeds,
+from isaac_adapter.app.bench.isaaclab_flat import (EXACT, FORWARD_COMMAND, RSL_RL, RUNNER, format_seeds,
                                                   judged_rows, last_mean, median_after_first, row_terms,
                                                   rows_with_devices, term_lines)
 
@@ -351,13 +351,13 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     kept = earlier.get("trainers", {})
     steps = runner_config(out / "flat_ppo_bootstrap").num_steps_per_env
     if args.iterations > 0:
-        result["trainers"]["ppo_bootstrap"] = train_flat_runner(env, runner_config, out / "flat_ppo_bootstrap", args,
+        result["trainers"][RUNNER] = train_flat_runner(env, runner_config, out / "flat_ppo_bootstrap", args,
                                                                 earlier)
-    elif "ppo_bootstrap" in kept:
-        result["trainers"]["ppo_bootstrap"] = kept["ppo_bootstrap"]
+    elif RUNNER in kept:
+        result["trainers"][RUNNER] = kept[RUNNER]
     if not args.rsl_iterations:
-        if "rsl_rl" in kept:
-            result["trainers"]["rsl_rl"] = kept["rsl_rl"]
+        if RSL_RL in kept:
+            result["trainers"][RSL_RL] = kept[RSL_RL]
         return result
     if elapsed() > args.deadline_s - args.eval_reserve_s:
         return result
@@ -389,7 +389,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rows_file = rsl_dir / "rows.jsonl"
     # the rows so far: the trainer's own file, else what flat.json recorded (a folder of records holds only that)
     rsl_rows = ([json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists()
-                else kept.get("rsl_rl", {}).get("rows", []))
+                else kept.get(RSL_RL, {}).get("rows", []))
     rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
     rsl_rows = rows_with_devices(rsl_rows, done, [], earlier.get("device", device_name()), device_name())
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
@@ -435,7 +435,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         judge_runner.load(str(rsl_dir / f"model_{args.rsl_iterations}.pt"))
         judge_runner.save(converted)
         trainer["judged"] = judge_velocity_policy(env, converted, args)
-    result["trainers"]["rsl_rl"] = trainer
+    result["trainers"][RSL_RL] = trainer
     return result
 
 
