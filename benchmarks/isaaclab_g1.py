@@ -82,9 +82,9 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def device_name() -> str:
-    """The GPU model this process runs on ("cpu" without one)."""
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+def device_name(device: str) -> str:
+    """The GPU model of ``device`` (``--device``), or "cpu"."""
+    return torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "cpu"
 
 
 # -- direct --------------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
     env = make_g1_direct_env(task)
     obs = env.reset()
     sync()
-    result: dict[str, Any] = {"num_envs": args.num_envs, "device": device_name(),
+    result: dict[str, Any] = {"num_envs": args.num_envs, "device": device_name(args.device),
                               "build_s": round(elapsed() - t, 1), "judged": [], "rows": []}
     log(f"G1WalkDirectEnv built: {args.num_envs} envs in {result['build_s']} s; obs {({k: tuple(v.shape) for k, v in obs.items()})}")
 
@@ -298,8 +298,9 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
              "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
              "timeout_bootstrap": r["timeout_bootstrap/mean"], **row_terms(int(r["iteration"]), r, ENV_LOG_PREFIX)}
             for r in read_metrics(run_dir)]
+    here = device_name(args.device)
     rows = rows_with_devices(rows, resumed_at, earlier.get("trainers", {}).get(RUNNER, {}).get("rows", []),
-                             earlier.get("device", device_name()), device_name())
+                             earlier.get("device", here), here)
     trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, "timeout_bootstrap": cfg.ppo.timeout_bootstrap,
                "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
     if runner.iteration >= args.iterations:
@@ -328,7 +329,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     env.reset()
     sync()
     result: dict[str, Any] = {"task": args.task, "num_envs": args.num_envs, "build_s": round(elapsed() - t, 1),
-                              "device": device_name(), "seed": args.seed, "trainers": {}}
+                              "device": device_name(args.device), "seed": args.seed, "trainers": {}}
     log(f"{args.task} built: {args.num_envs} envs in {result['build_s']} s")
 
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper, check_rsl_rl_version, create_rsl_rl_runner, handle_deprecated_rsl_rl_cfg
@@ -391,7 +392,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rsl_rows = ([json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists()
                 else kept.get(RSL_RL, {}).get("rows", []))
     rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
-    rsl_rows = rows_with_devices(rsl_rows, done, [], earlier.get("device", device_name()), device_name())
+    rsl_rows = rows_with_devices(rsl_rows, done, [], earlier.get("device", result["device"]), result["device"])
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
     stop_at = args.deadline_s - args.eval_reserve_s
@@ -404,7 +405,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         env_logs["sums"] = LogSums()
         rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
                          "return": ret, "length": length, "ended": ended, "timeouts": timeouts,
-                         "device": device_name(), **row_terms(it + 1, means)})
+                         "device": result["device"], **row_terms(it + 1, means)})
         clock["t"] = now
         with rows_file.open("a") as f:
             f.write(json.dumps(rsl_rows[-1]) + "\n")
