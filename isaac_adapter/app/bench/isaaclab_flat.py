@@ -27,7 +27,7 @@ FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to wal
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
 EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default
 # the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
-# on every this many iterations' rows (all of them would triple a record's size)
+# on every this many iterations' rows (on all of them a record would be several times larger)
 TERM_PREFIXES = ("Episode_Reward/", "Episode_Termination/", "Metrics/")
 TERMS_EVERY = 10
 
@@ -97,14 +97,13 @@ class TrainerSeed:
     timeout_bootstrap: str | None = None
 
     @property
-    def name(self) -> str:
-        probe = self.timeout_bootstrap not in (None, EXACT)
-        return NAMES[self.trainer] + (f", {self.timeout_bootstrap} bootstrap" if probe else "")
-
-    @property
     def probe(self) -> bool:
         """A Runner run with another time-out bootstrap than the default one."""
         return self.timeout_bootstrap not in (None, EXACT)
+
+    @property
+    def name(self) -> str:
+        return NAMES[self.trainer] + (f", {self.timeout_bootstrap} bootstrap" if self.probe else "")
 
 
 def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
