@@ -62,6 +62,7 @@ import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 
+from isaac_adapter.app.bench.common import EpisodeMeter
 from isaac_adapter.app.bench.isaaclab_flat import (EXACT, FORWARD_COMMAND, RSL_RL, RUNNER, format_seeds,
                                                   judged_rows, last_mean, median_after_first, row_terms,
                                                   rows_with_devices, term_lines)
@@ -235,30 +236,6 @@ def randomize_episode_clocks(env: Any, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     clocks = torch.randint(0, int(base.max_episode_length), (base.num_envs,), generator=g)
     base.episode_length_buf[:] = clocks.to(base.episode_length_buf.device)
-
-
-class EpisodeMeter:
-    """Returns and lengths of the episodes that end, and how many ended by the time limit, summed on
-    the device (no host sync per step)."""
-
-    def __init__(self, num_envs: int, device: Any) -> None:
-        self.ret = torch.zeros(num_envs, device=device)
-        self.len = torch.zeros(num_envs, device=device)
-        self.sums = torch.zeros(4, device=device)  # ended, return, length, time-outs
-
-    def add(self, reward: torch.Tensor, done: torch.Tensor, time_out: torch.Tensor) -> None:
-        self.ret += reward
-        self.len += 1
-        d = done.float()
-        self.sums += torch.stack([d.sum(), (self.ret * d).sum(), (self.len * d).sum(), (time_out.float() * d).sum()])
-        self.ret *= 1 - d
-        self.len *= 1 - d
-
-    def take(self) -> tuple[float, float, int, int]:
-        ended, ret, length, timeouts = self.sums.tolist()
-        self.sums.zero_()
-        return ((ret / ended, length / ended, int(ended), int(timeouts)) if ended
-                else (float("nan"), float("nan"), 0, 0))
 
 
 def newest_checkpoint(run_dir: Path) -> Path | None:

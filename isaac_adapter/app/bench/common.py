@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -16,6 +17,7 @@ CHECKOUT = Path(__file__).resolve().parents[3]
 
 __all__ = [
     "CHECKOUT",
+    "EpisodeMeter",
     "add_rollout_args",
     "add_solver_args",
     "assemble_next_values",
@@ -105,3 +107,32 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+class EpisodeMeter:
+    """Returns and lengths of the episodes that end, and how many ended by the time limit, summed on
+    the device (no host sync per step). Measured on the env's side, so that two trainers driving
+    the same env are measured alike.
+
+    ``add(reward, done, time_out)``: one step, each ``[N]``; ``time_out`` counts only where ``done``.
+    ``take()``: since the last take, the mean return and length of the episodes that ended, how many
+    ended and how many of them by the time limit (nan, nan, 0, 0 if none)."""
+
+    def __init__(self, num_envs: int, device: Any) -> None:
+        self.ret = torch.zeros(num_envs, device=device)
+        self.len = torch.zeros(num_envs, device=device)
+        self.sums = torch.zeros(4, device=device)  # ended, return, length, time-outs
+
+    def add(self, reward: torch.Tensor, done: torch.Tensor, time_out: torch.Tensor) -> None:
+        self.ret += reward
+        self.len += 1
+        d = done.float()
+        self.sums += torch.stack([d.sum(), (self.ret * d).sum(), (self.len * d).sum(), (time_out.float() * d).sum()])
+        self.ret *= 1 - d
+        self.len *= 1 - d
+
+    def take(self) -> tuple[float, float, int, int]:
+        ended, ret, length, timeouts = self.sums.tolist()
+        self.sums.zero_()
+        return ((ret / ended, length / ended, int(ended), int(timeouts)) if ended
+                else (float("nan"), float("nan"), 0, 0))

@@ -1,0 +1,59 @@
+"""``Runner`` beside rsl-rl-lib's ``OnPolicyRunner`` on a cheap Gymnasium task, over seeds: the agent
+config both take and the table of the returns they end at (``benchmarks/rsl_rl_learning.py`` runs
+them). A record is one trainer at one seed: ``{"trainer", "seed", "env", "num_envs", "steps",
+"iterations", "rows"}``, a row per iteration ``{"it", "wall_s", "return", "length", "ended",
+"timeouts"}`` measured on the env's side (:class:`~isaac_adapter.app.bench.common.EpisodeMeter`)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+
+def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
+    """The rsl-rl-lib 5.x agent config both trainers take, in its ``to_dict()`` layout: Isaac Lab's
+    G1 flat recipe (clipped losses, 5 epochs x 4 mini-batches, adaptive KL 0.01, no observation
+    normalization), with small networks and the learning rate of a Gymnasium locomotion task."""
+    mlp = {"class_name": "MLPModel", "hidden_dims": [64, 64], "activation": "elu", "obs_normalization": False}
+    return {
+        "class_name": "OnPolicyRunner", "seed": seed, "num_steps_per_env": steps, "max_iterations": iterations,
+        "save_interval": 10**9, "experiment_name": "rsl_rl_learning", "clip_actions": None, "check_for_nan": True,
+        "multi_gpu": None, "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "actor": {**mlp, "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}},
+        "critic": dict(mlp),
+        "algorithm": {"class_name": "PPO", "value_loss_coef": 1.0, "use_clipped_value_loss": True, "clip_param": 0.2,
+                      "entropy_coef": 0.0, "num_learning_epochs": 5, "num_mini_batches": 4, "learning_rate": 3e-4,
+                      "schedule": "adaptive", "gamma": 0.99, "lam": 0.95, "desired_kl": 0.01, "max_grad_norm": 1.0,
+                      "normalize_advantage_per_mini_batch": False, "rnd_cfg": None, "symmetry_cfg": None},
+    }
+
+
+def end_return(rows: list[dict[str, Any]], window: int) -> float:
+    """The return a run ends at: the mean, over its last ``window`` iterations in which an episode
+    ended, of each iteration's mean return; nan if none ended."""
+    values = [r["return"] for r in rows[-window:] if r["ended"]]
+    return statistics.fmean(values) if values else math.nan
+
+
+def learning_table(records: list[dict[str, Any]], window: int) -> str:
+    """Per trainer: the return it ended at at each seed (:func:`end_return`), their mean and sample
+    standard deviation, the episodes ended over its runs and of them by the time limit, and the
+    median seconds per iteration (each run's first left out)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for rec in sorted(records, key=lambda r: (r["trainer"], r["seed"])):
+        by.setdefault(rec["trainer"], []).append(rec)
+    first = records[0]
+    out = [f"{first['env']}, {first['num_envs']} envs x {first['steps']} steps, {first['iterations']} iterations; "
+           f"return: the mean over the last {window} iterations of the episodes that ended in each",
+           "| trainer | seeds | return at each seed | mean | std | episodes ended | by the time limit | s/it |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name, recs in by.items():
+        ends = [end_return(r["rows"], window) for r in recs]
+        std = statistics.stdev(ends) if len(ends) > 1 else math.nan
+        ended = sum(x["ended"] for r in recs for x in r["rows"])
+        timeouts = sum(x["timeouts"] for r in recs for x in r["rows"])
+        wall = statistics.median(x["wall_s"] for r in recs for x in r["rows"][1:])
+        out.append(f"| {name} | {', '.join(str(r['seed']) for r in recs)} | {', '.join(f'{e:.0f}' for e in ends)} | "
+                   f"{statistics.fmean(ends):.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {wall:.3f} |")
+    return "\n".join(out)

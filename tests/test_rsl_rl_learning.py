@@ -1,0 +1,59 @@
+"""The pieces of ``benchmarks/rsl_rl_learning.py`` that need neither rsl-rl-lib nor Gymnasium: the
+env-side episode meter, the agent config both trainers take, and the table, on hand-worked values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ppo_bootstrap import RunnerConfig
+
+from isaac_adapter.app.bench.common import EpisodeMeter
+from isaac_adapter.app.bench.rsl_rl_learning import agent_config, end_return, learning_table
+
+
+def test_the_meter_counts_each_ended_episode_once_and_a_fall_on_the_last_step_as_a_fall() -> None:
+    meter = EpisodeMeter(3, "cpu")
+    f, t = False, True
+    steps = [  # rewards, done, time-out (read only where done)
+        ([1.0, 2.0, 3.0], [f, f, f], [f, f, f]),
+        ([1.0, 2.0, 3.0], [t, f, t], [t, f, t]),   # env 0 by the time limit (2, 2 steps); env 2 too (6, 2)
+        ([5.0, 2.0, 1.0], [f, t, t], [t, f, f]),   # env 1 falls (6, 3 steps); env 2 falls after 1 (1, 1); env 0's flag unread
+    ]
+    for reward, done, time_out in steps:
+        meter.add(torch.tensor(reward), torch.tensor(done), torch.tensor(time_out))
+    ret, length, ended, timeouts = meter.take()
+    assert (ended, timeouts) == (4, 2)
+    assert ret == pytest.approx((2 + 6 + 6 + 1) / 4) and length == pytest.approx((2 + 2 + 3 + 1) / 4)
+    meter.add(torch.tensor([1.0, 1.0, 1.0]), torch.tensor([t, f, f]), torch.tensor([f, f, f]))
+    assert meter.take() == (6.0, 2.0, 1, 0)  # env 0's second episode: 5 + 1 over 2 steps; a fall
+    assert meter.take()[2:] == (0, 0) and math.isnan(meter.take()[0])
+
+
+def test_the_agent_config_is_one_runner_config_takes_field_by_field() -> None:
+    cfg = RunnerConfig.from_rsl_rl(agent_config(seed=3, steps=32, iterations=400))
+    assert (cfg.seed, cfg.num_steps_per_env, cfg.max_iterations) == (3, 32, 400)
+    assert cfg.policy.actor_hidden == cfg.policy.critic_hidden == (64, 64) and not cfg.policy.obs_normalization
+    assert (cfg.ppo.learning_rate, cfg.ppo.schedule, cfg.ppo.desired_kl, cfg.ppo.entropy_coef) == (3e-4, "adaptive", 0.01, 0.0)
+    assert (cfg.ppo.num_learning_epochs, cfg.ppo.num_mini_batches, cfg.ppo.timeout_bootstrap) == (5, 4, "exact")
+
+
+def rows(returns: list[float | None]) -> list[dict]:
+    """An iteration per value (None: no episode ended in it), 2 episodes ended per iteration otherwise."""
+    return [{"it": i + 1, "wall_s": 0.5 if i else 9.0, "return": math.nan if r is None else r, "length": 10.0,
+             "ended": 0 if r is None else 2, "timeouts": 0 if r is None else 1} for i, r in enumerate(returns)]
+
+
+def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
+    assert end_return(rows([100, 1, 2, None, 3]), window=3) == 2.5  # the last 3 iterations, the one without an end left out
+    assert math.isnan(end_return(rows([None, None]), window=2))
+    rec = lambda trainer, seed, rs: {"trainer": trainer, "seed": seed, "env": "Hopper-v5", "num_envs": 64,  # noqa: E731
+                                     "steps": 32, "iterations": len(rs), "rows": rows(rs)}
+    records = [rec("rsl_rl", 1, [0, 30, 50]), rec("rsl_rl", 0, [0, 10, 20]),
+               rec("ppo_bootstrap/exact", 0, [0, 40, 40]), rec("ppo_bootstrap/exact", 1, [0, 20, 60])]
+    lines = learning_table(records, window=2).splitlines()
+    # rsl_rl ends at 15 (seed 0) and 40 (seed 1): mean 27.5, std sqrt(312.5) = 17.7; 6 episodes per run, 3 by time
+    assert "| ppo_bootstrap/exact | 0, 1 | 40, 40 | 40 | 0 | 12 | 6 | 0.500 |" in lines
+    assert "| rsl_rl | 0, 1 | 15, 40 | 28 | 18 | 12 | 6 | 0.500 |" in lines
