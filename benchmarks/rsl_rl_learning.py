@@ -108,7 +108,9 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
 
     def row(it: int) -> None:
         now = time.perf_counter()
-        rows.append({"it": it, "wall_s": now - clock["t"], **env.take()})
+        took = env.take()
+        rows.append({"it": it, "wall_s": round(now - clock["t"], 4), **took,
+                     "return": round(took["return"], 2), "length": round(took["length"], 2)})
         clock["t"] = now
 
     if trainer == "ppo_bootstrap":
@@ -121,6 +123,8 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
         runner = Runner(env, rc)
         for it in range(1, args.iterations + 1):
             runner.learn(1)
+            if runner.interrupted:  # SIGINT / SIGTERM: the Runner ended its iteration cleanly; so does the run
+                raise SystemExit(f"{trainer} seed {seed}: stopped by a signal at iteration {runner.iteration}")
             row(it)
         name = f"ppo_bootstrap/{args.runner_bootstrap}"
     else:

@@ -57,3 +57,5 @@ def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
     # rsl_rl ends at 15 (seed 0) and 40 (seed 1): mean 27.5, std sqrt(312.5) = 17.7; 6 episodes per run, 3 by time
     assert "| ppo_bootstrap/exact | 0, 1 | 40, 40 | 40 | 0 | 12 | 6 | 0.500 |" in lines
     assert "| rsl_rl | 0, 1 | 15, 40 | 28 | 18 | 12 | 6 | 0.500 |" in lines
+    # 40 - 27.5 = +12.5 (printed +12: halves round to even); standard error sqrt(0 / 2 + 312.5 / 2) = 12.5; t = +1
+    assert lines[-1] == "ppo_bootstrap/exact - rsl_rl: +12, standard error 12, t = +1.00"

@@ -39,7 +39,9 @@ def end_return(rows: list[dict[str, Any]], window: int) -> float:
 def learning_table(records: list[dict[str, Any]], window: int) -> str:
     """Per trainer: the return it ended at at each seed (:func:`end_return`), their mean and sample
     standard deviation, the episodes ended over its runs and of them by the time limit, and the
-    median seconds per iteration (each run's first left out)."""
+    median seconds per iteration (each run's first left out). With two trainers, a last line: the
+    difference of their means, its standard error ``sqrt(s1^2 / n1 + s2^2 / n2)`` and their ratio
+    (Welch's t: within about 2, the seeds do not tell the trainers apart)."""
     by: dict[str, list[dict[str, Any]]] = {}
     for rec in sorted(records, key=lambda r: (r["trainer"], r["seed"])):
         by.setdefault(rec["trainer"], []).append(rec)
@@ -48,12 +50,18 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
            f"return: the mean over the last {window} iterations of the episodes that ended in each",
            "| trainer | seeds | return at each seed | mean | std | episodes ended | by the time limit | s/it |",
            "|---|---|---|---|---|---|---|---|"]
+    spread: dict[str, tuple[float, float, int]] = {}
     for name, recs in by.items():
         ends = [end_return(r["rows"], window) for r in recs]
         std = statistics.stdev(ends) if len(ends) > 1 else math.nan
+        spread[name] = (statistics.fmean(ends), std, len(ends))
         ended = sum(x["ended"] for r in recs for x in r["rows"])
         timeouts = sum(x["timeouts"] for r in recs for x in r["rows"])
         wall = statistics.median(x["wall_s"] for r in recs for x in r["rows"][1:])
         out.append(f"| {name} | {', '.join(str(r['seed']) for r in recs)} | {', '.join(f'{e:.0f}' for e in ends)} | "
                    f"{statistics.fmean(ends):.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {wall:.3f} |")
+    if len(spread) == 2:
+        (a, (m1, s1, n1)), (b, (m2, s2, n2)) = spread.items()
+        se = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
+        out.append(f"{a} - {b}: {m1 - m2:+.0f}, standard error {se:.0f}, t = {(m1 - m2) / se:+.2f}")
     return "\n".join(out)
