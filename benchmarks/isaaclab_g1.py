@@ -254,7 +254,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
                       earlier: dict[str, Any]) -> dict[str, Any]:
     """The registered recipe through ``Runner`` to ``args.iterations``, continuing from the newest
     checkpoint in ``run_dir``; its rows (each with the GPU it ran on and the env's per-term logs;
-    ``earlier``: the record an earlier call wrote, for its rows' GPUs), and the final policy judged
+    ``earlier``: the record an earlier run wrote, for its rows' GPUs), and the final policy judged
     once it is reached."""
     from ppo_bootstrap import Runner
     from ppo_bootstrap.logger import ENV_LOG_PREFIX

@@ -109,7 +109,7 @@ def test_the_table_command_prints_the_seeds_and_names_a_missing_folder(tmp_path)
 
 
 def test_each_row_names_its_gpu_and_a_seed_split_over_two_models_is_left_out_of_the_wall_clock() -> None:
-    earlier = [{"it": 1}, {"it": 2, "device": "H100"}, {"it": 3}]  # an older call's rows, one naming its GPU
+    earlier = [{"it": 1}, {"it": 2, "device": "H100"}, {"it": 3}]  # an older run's rows, one naming its GPU
     fresh = [{"it": i} for i in range(1, 6)]  # rebuilt from the trainer's own log, resumed after iteration 2
     marked = rows_with_devices(fresh, 2, earlier, "H200", "B200")
     assert [r["device"] for r in marked] == ["H200", "H100", "B200", "B200", "B200"]

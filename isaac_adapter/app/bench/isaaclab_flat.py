@@ -46,8 +46,8 @@ def row_terms(it: int, means: Mapping[str, float], prefix: str = "") -> dict[str
 
 def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Iterable[dict], earlier_device: str,
                       device: str) -> list[dict]:
-    """``rows``, each naming the GPU it ran on: an iteration past ``resumed_at`` ran in this call
-    (``device``); one up to it keeps what it or the earlier call's row named (``earlier_device``, the
+    """``rows``, each naming the GPU it ran on: an iteration past ``resumed_at`` ran in this run
+    (``device``); one up to it keeps what it or the earlier run's row named (``earlier_device``, the
     earlier record's, for rows that named none)."""
     earlier = {r["it"]: r.get("device", earlier_device) for r in earlier_rows}
     return [{**r, "device": device if r["it"] > resumed_at else r.get("device") or earlier.get(r["it"], earlier_device)}
