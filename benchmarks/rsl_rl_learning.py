@@ -89,8 +89,9 @@ def make_env(args: argparse.Namespace, seed: int) -> MeteredEnv:
 
     from isaac_adapter.adapters.gymnasium import GymnasiumVecEnv
 
+    limit = {"max_episode_steps": args.time_limit} if args.time_limit else {}
     vec = gym.make_vec(args.env, num_envs=args.num_envs, vectorization_mode="sync",
-                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **limit)
     env = GymnasiumVecEnv(vec, device="cpu")
     vec.reset(seed=seed)
     return MeteredEnv(env)
@@ -101,7 +102,7 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
     import gymnasium as gym
 
     cfg = agent_config(seed, args.steps, args.iterations)
-    horizon = gym.spec(args.env).max_episode_steps
+    horizon = args.time_limit or gym.spec(args.env).max_episode_steps
     env = make_env(args, seed)
     rows: list[dict[str, Any]] = []
     clock = {"t": time.perf_counter()}
@@ -135,13 +136,15 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
         rsl.logger.log = lambda it, **_: row(it + 1)  # one row per iteration, no files
         rsl.learn(args.iterations)
         name = "rsl_rl"
-    return {"trainer": name, "seed": seed, "env": args.env, "num_envs": args.num_envs, "steps": args.steps,
+    return {"trainer": name, "seed": seed, "env": args.env, "time_limit": horizon, "num_envs": args.num_envs, "steps": args.steps,
             "iterations": args.iterations, "agent_cfg": cfg, "rows": rows}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="Hopper-v5", help="a Gymnasium task id with a Box action space")
+    p.add_argument("--time-limit", type=int, default=None,
+                   help="episode steps before the time limit (default: the task's); short: most episodes end by it")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--trainers", nargs="+", choices=TRAINERS, default=list(TRAINERS))
     p.add_argument("--runner-bootstrap", choices=("exact", "state_value"), default="exact",

@@ -59,3 +59,6 @@ def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
     assert "| rsl_rl | 0, 1 | 15, 40 | 28 | 18 | 12 | 6 | 0.500 |" in lines
     # 40 - 27.5 = +12.5 (printed +12: halves round to even); standard error sqrt(0 / 2 + 312.5 / 2) = 12.5; t = +1
     assert lines[-1] == "ppo_bootstrap/exact - rsl_rl: +12, standard error 12, t = +1.00"
+    assert lines[0].startswith("Hopper-v5, 64 envs x 32 steps, 3 iterations;")  # older records name no time limit
+    limited = [{**r, "time_limit": 200} for r in records]
+    assert learning_table(limited, window=2).startswith("Hopper-v5, time limit 200 steps, 64 envs x 32 steps")

@@ -1,7 +1,7 @@
 """``Runner`` beside rsl-rl-lib's ``OnPolicyRunner`` on a cheap Gymnasium task, over seeds: the agent
 config both take and the table of the returns they end at (``benchmarks/rsl_rl_learning.py`` runs
-them). A record is one trainer at one seed: ``{"trainer", "seed", "env", "num_envs", "steps",
-"iterations", "rows"}``, a row per iteration ``{"it", "wall_s", "return", "length", "ended",
+them). A record is one trainer at one seed: ``{"trainer", "seed", "env", "time_limit", "num_envs",
+"steps", "iterations", "rows"}``, a row per iteration ``{"it", "wall_s", "return", "length", "ended",
 "timeouts"}`` measured on the env's side (:class:`~isaac_adapter.app.bench.common.EpisodeMeter`)."""
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
     for rec in sorted(records, key=lambda r: (r["trainer"], r["seed"])):
         by.setdefault(rec["trainer"], []).append(rec)
     first = records[0]
-    out = [f"{first['env']}, {first['num_envs']} envs x {first['steps']} steps, {first['iterations']} iterations; "
+    limit = f", time limit {first['time_limit']} steps" if "time_limit" in first else ""
+    out = [f"{first['env']}{limit}, {first['num_envs']} envs x {first['steps']} steps, {first['iterations']} iterations; "
            f"return: the mean over the last {window} iterations of the episodes that ended in each",
            "| trainer | seeds | return at each seed | mean | std | episodes ended | by the time limit | s/it |",
            "|---|---|---|---|---|---|---|---|"]
