@@ -378,7 +378,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         sync()
         now = time.perf_counter()
         ret, length, ended, timeouts = meter.take()
-        means = {k: v / steps for k, v in env_logs["sums"].totals().items()}  # per step, as the Runner's env/ keys
+        means = env_logs["sums"].means(steps)  # per step, as the Runner's env/ keys
         env_logs["sums"] = LogSums()
         rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
                          "return": ret, "length": length, "ended": ended, "timeouts": timeouts,

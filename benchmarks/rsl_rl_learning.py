@@ -34,8 +34,8 @@ from typing import Any
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 
-from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.rsl_rl_learning import agent_config, end_return, learning_table
+from isaac_adapter.app.bench.common import RETURN_WINDOW, EpisodeMeter, last_mean
+from isaac_adapter.app.bench.rsl_rl_learning import agent_config, learning_table
 
 TRAINERS = ("ppo_bootstrap", "rsl_rl")
 
@@ -152,7 +152,8 @@ def main() -> None:
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=32, help="env steps per iteration")
     p.add_argument("--iterations", type=int, default=300)
-    p.add_argument("--window", type=int, default=10, help="the return a run ends at: the mean over this many iterations")
+    p.add_argument("--window", type=int, default=RETURN_WINDOW,
+                   help="the return a run ends at: the mean over this many iterations")
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--out", default="runs/rsl_learning")
     p.add_argument("--table", nargs="*", metavar="JSON", help="print the table of these records and exit")
@@ -182,7 +183,7 @@ def main() -> None:
             rec = run_one(args, trainer, seed)
             tag = rec["trainer"].replace("/", "_")
             (out / f"{tag}_s{seed}.json").write_text(json.dumps(rec))
-            print(f"{rec['trainer']} seed {seed}: return {end_return(rec['rows'], args.window):.1f} "
+            print(f"{rec['trainer']} seed {seed}: return {last_mean(rec['rows'], 'return', args.window):.1f} "
                   f"({time.perf_counter() - t:.0f} s)", flush=True)
             records.append(rec)
     print(learning_table(records, args.window))

@@ -122,6 +122,10 @@ class LogSums:
                 out[key] = out.get(key, 0.0) + value
         return out
 
+    def means(self, steps: int) -> dict[str, float]:
+        """``{key: sum / steps}``: each key's mean per step of a rollout of ``steps`` (what the runner logs)."""
+        return {key: value / steps for key, value in self.totals().items()}
+
 
 class EpisodeStats:
     """Return and length of each env's episode in progress, and of the last ``window`` that ended.

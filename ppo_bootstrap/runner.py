@@ -212,7 +212,7 @@ class Runner(RunnerCheckpoints):
         self.flag_watch.report()
         self.total_steps += self.cfg.num_steps_per_env * env.num_envs
         self.env_steps += self.cfg.num_steps_per_env
-        stats = {f"env/{k}": v / self.cfg.num_steps_per_env for k, v in info_sums.totals().items()}
+        stats = {f"env/{k}": v for k, v in info_sums.means(self.cfg.num_steps_per_env).items()}
         return {**stats, **self.episodes.end_rollout(), "episodes/non_finite_resets": float(n_broken)}
 
     @property

@@ -10,8 +10,8 @@ import torch
 
 from ppo_bootstrap import RunnerConfig
 
-from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.rsl_rl_learning import agent_config, end_return, learning_table
+from isaac_adapter.app.bench.common import EpisodeMeter, last_mean
+from isaac_adapter.app.bench.rsl_rl_learning import agent_config, learning_table
 
 
 def test_the_meter_counts_each_ended_episode_once_and_a_fall_on_the_last_step_as_a_fall() -> None:
@@ -47,8 +47,8 @@ def rows(returns: list[float | None]) -> list[dict]:
 
 
 def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
-    assert end_return(rows([100, 1, 2, None, 3]), window=3) == 2.5  # the last 3 iterations, the one without an end left out
-    assert math.isnan(end_return(rows([None, None]), window=2))
+    assert last_mean(rows([100, 1, 2, None, 3]), "return", 3) == 2.5  # the last 3 iterations, the one without an end left out
+    assert math.isnan(last_mean(rows([None, None]), "return", 2))
     rec = lambda trainer, seed, rs: {"trainer": trainer, "seed": seed, "env": "Hopper-v5", "num_envs": 64,  # noqa: E731
                                      "steps": 32, "iterations": len(rs), "rows": rows(rs)}
     records = [rec("rsl_rl", 1, [0, 30, 50]), rec("rsl_rl", 0, [0, 10, 20]),

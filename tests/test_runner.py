@@ -313,3 +313,6 @@ def test_log_sums_match_a_float64_recount_whatever_the_keys_do():
     assert set(got) == set(expected)
     for key in expected:
         assert got[key] == pytest.approx(expected[key], rel=1e-6), key
+    means = sums.means(len(steps))  # per step of the rollout, as the runner logs them
+    for key in expected:
+        assert means[key] == pytest.approx(expected[key] / len(steps), rel=1e-6), key

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,16 @@ import torch
 from ppo_bootstrap import compute_gae, compute_gae_reference
 from ppo_bootstrap.episode import assemble_next_values
 
+#: The return a training run ends at: the mean over its last this many iterations.
+RETURN_WINDOW = 10
+
 #: The checkout the benchmarks run from (a source install: ``examples/``, ``docs/``, ``benchmarks/``).
 CHECKOUT = Path(__file__).resolve().parents[3]
 
 __all__ = [
     "CHECKOUT",
     "EpisodeMeter",
+    "RETURN_WINDOW",
     "add_rollout_args",
     "add_solver_args",
     "assemble_next_values",
@@ -25,7 +31,9 @@ __all__ = [
     "compute_gae",
     "compute_gae_reference",
     "format_table",
+    "last_mean",
     "machine_line",
+    "median_after_first",
     "resolve_device",
     "resolve_rollout_args",
     "solver_overrides",
@@ -136,3 +144,15 @@ class EpisodeMeter:
         self.sums.zero_()
         return ((ret / ended, length / ended, int(ended), int(timeouts)) if ended
                 else (float("nan"), float("nan"), 0, 0))
+
+
+def median_after_first(rows: list[dict], key: str) -> float:
+    """Median of ``key`` over ``rows`` but the first (it holds the compile and warm-up); nan if none."""
+    values = [r[key] for r in rows[1:] if r.get(key) is not None and not math.isnan(r[key])]
+    return statistics.median(values) if values else float("nan")
+
+
+def last_mean(rows: list[dict], key: str, k: int = RETURN_WINDOW) -> float:
+    """Mean of ``key`` over the last ``k`` rows that have it; nan if none."""
+    values = [r[key] for r in rows[-k:] if r.get(key) is not None and not math.isnan(r[key])]
+    return sum(values) / len(values) if values else float("nan")

@@ -13,16 +13,16 @@ probe: it shows in the seeds' table and stays out of the goal's lines.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ppo_bootstrap.ppo import PPOConfig
 
+from isaac_adapter.app.bench.common import RETURN_WINDOW, last_mean, median_after_first
+
 RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
-RETURN_WINDOW = 10  # the return a run ends at: the mean over its last this many iterations
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
 EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default
@@ -52,18 +52,6 @@ def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Itera
     earlier = {r["it"]: r.get("device", earlier_device) for r in earlier_rows}
     return [{**r, "device": device if r["it"] > resumed_at else r.get("device") or earlier.get(r["it"], earlier_device)}
             for r in rows]
-
-
-def median_after_first(rows: list[dict], key: str) -> float:
-    """Median of ``key`` over ``rows`` but the first (it holds the compile and warm-up); nan if none."""
-    values = [r[key] for r in rows[1:] if r.get(key) is not None and not math.isnan(r[key])]
-    return statistics.median(values) if values else float("nan")
-
-
-def last_mean(rows: list[dict], key: str, k: int = RETURN_WINDOW) -> float:
-    """Mean of ``key`` over the last ``k`` rows that have it; nan if none."""
-    values = [r[key] for r in rows[-k:] if r.get(key) is not None and not math.isnan(r[key])]
-    return sum(values) / len(values) if values else float("nan")
 
 
 def record_seed(record: dict[str, Any]) -> int:

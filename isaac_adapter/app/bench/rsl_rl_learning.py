@@ -10,6 +10,8 @@ import math
 import statistics
 from typing import Any
 
+from isaac_adapter.app.bench.common import last_mean
+
 
 def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
     """The rsl-rl-lib 5.x agent config both trainers take, in its ``to_dict()`` layout: Isaac Lab's
@@ -29,15 +31,10 @@ def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
     }
 
 
-def end_return(rows: list[dict[str, Any]], window: int) -> float:
-    """The return a run ends at: the mean, over its last ``window`` iterations in which an episode
-    ended, of each iteration's mean return; nan if none ended."""
-    values = [r["return"] for r in rows[-window:] if r["ended"]]
-    return statistics.fmean(values) if values else math.nan
-
-
 def learning_table(records: list[dict[str, Any]], window: int) -> str:
-    """Per trainer: the return it ended at at each seed (:func:`end_return`), their mean and sample
+    """Per trainer: the return it ended at at each seed (the mean of its last ``window`` rows'
+    returns, :func:`~isaac_adapter.app.bench.common.last_mean`; a row where no episode ended has
+    none), their mean and sample
     standard deviation, the episodes ended over its runs and of them by the time limit, and the
     median seconds per iteration (each run's first left out). With two trainers, a last line: the
     difference of their means, its standard error ``sqrt(s1^2 / n1 + s2^2 / n2)`` and their ratio
@@ -53,14 +50,14 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
            "|---|---|---|---|---|---|---|---|"]
     spread: dict[str, tuple[float, float, int]] = {}
     for name, recs in by.items():
-        ends = [end_return(r["rows"], window) for r in recs]
-        std = statistics.stdev(ends) if len(ends) > 1 else math.nan
-        spread[name] = (statistics.fmean(ends), std, len(ends))
+        ends = [last_mean(r["rows"], "return", window) for r in recs]
+        mean, std = statistics.fmean(ends), statistics.stdev(ends) if len(ends) > 1 else math.nan
+        spread[name] = (mean, std, len(ends))
         ended = sum(x["ended"] for r in recs for x in r["rows"])
         timeouts = sum(x["timeouts"] for r in recs for x in r["rows"])
         wall = statistics.median(x["wall_s"] for r in recs for x in r["rows"][1:])
         out.append(f"| {name} | {', '.join(str(r['seed']) for r in recs)} | {', '.join(f'{e:.0f}' for e in ends)} | "
-                   f"{statistics.fmean(ends):.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {wall:.3f} |")
+                   f"{mean:.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {wall:.3f} |")
     if len(spread) == 2:
         (a, (m1, s1, n1)), (b, (m2, s2, n2)) = spread.items()
         se = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
