@@ -38,8 +38,9 @@ env's envs (its command battery and smoothness command, 4 starts each, ``--gate-
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
 overrides it started with. ``--timeout-bootstrap state_value`` trains ``Runner`` with rsl_rl's
-time-out value (a probe of the exact bootstrap's effect, shown beside the seeds and kept out of the
-goal's lines; a folder goes on only with the bootstrap its ``Runner`` started with).
+time-out value and ``--shuffle once`` with rsl-rl-lib's one order of the samples for all epochs:
+probes of what each difference does, shown beside the seeds and kept out of the goal's lines; a
+folder goes on only with the settings its ``Runner`` started with.
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -61,9 +62,10 @@ from typing import Any
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
+from ppo_bootstrap.ppo import SHUFFLES
 
 from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.isaaclab_flat import (EXACT, FORWARD_COMMAND, RSL_RL, RUNNER, format_seeds,
+from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS, format_seeds,
                                                   judged_rows, last_mean, median_after_first, row_terms,
                                                   rows_with_devices, term_lines)
 
@@ -149,7 +151,7 @@ def run_direct(args: argparse.Namespace) -> dict[str, Any]:
     cfg = RunnerConfig(
         num_steps_per_env=24, save_interval=args.save_interval, log_dir=str(run_dir), seed=args.seed,
         validate_env_output=False, console=False,
-        ppo=PPOConfig(timeout_bootstrap=args.timeout_bootstrap),
+        ppo=PPOConfig(**cli_runner_settings(args)),
         policy=PolicyConfig(actor_hidden=(512, 256, 128), critic_hidden=(512, 256, 128)),
     )
     runner = Runner(env, cfg)
@@ -246,6 +248,11 @@ def newest_checkpoint(run_dir: Path) -> Path | None:
     return saved[max(saved)] if saved else None
 
 
+def cli_runner_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The ``PPOConfig`` settings of :data:`RUNNER_SETTINGS` as the command line gives them."""
+    return {key: getattr(args, key) for key in RUNNER_SETTINGS}
+
+
 class StopTraining(Exception):
     """Raised from rsl_rl's per-iteration hook at the deadline, after its checkpoint is saved."""
 
@@ -278,7 +285,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
     here = device_name(args.device)
     rows = rows_with_devices(rows, resumed_at, earlier.get("trainers", {}).get(RUNNER, {}).get("rows", []),
                              earlier.get("device", here), here)
-    trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, "timeout_bootstrap": cfg.ppo.timeout_bootstrap,
+    trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, **{k: getattr(cfg.ppo, k) for k in RUNNER_SETTINGS},
                "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
     if runner.iteration >= args.iterations:
         trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
@@ -321,7 +328,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     def runner_config(log_dir: Path) -> Any:
         cfg = RunnerConfig.from_rsl_rl(agent, save_interval=args.save_interval, log_dir=str(log_dir),
                                        validate_env_output=False, console=False)
-        return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, timeout_bootstrap=args.timeout_bootstrap))
+        return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, **cli_runner_settings(args)))
 
     # a trainer this call does not run (its iterations 0) keeps what an earlier call recorded of it
     earlier_file = out / "flat.json"
@@ -540,8 +547,11 @@ def main() -> None:
     parser.add_argument("--gate-horizon-s", type=float, default=20.0, help="flat: the walking gate's horizon")
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
     parser.add_argument("--judge-only", action="store_true", help="direct: judge the --judge checkpoints, do not train")
-    parser.add_argument("--timeout-bootstrap", choices=TIMEOUT_BOOTSTRAP_MODES, default=EXACT,
+    parser.add_argument("--timeout-bootstrap", choices=TIMEOUT_BOOTSTRAP_MODES, default=RUNNER_SETTINGS["timeout_bootstrap"],
                         help="Runner's value of a time-out (flat: a probe, e.g. rsl_rl's state_value, kept out of the goal)")
+    parser.add_argument("--shuffle", choices=SHUFFLES, default=RUNNER_SETTINGS["shuffle"],
+                        help="Runner's order of the samples over an update's epochs (flat: a probe, e.g. rsl-rl-lib's "
+                             "once, kept out of the goal)")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",
@@ -581,10 +591,11 @@ def main() -> None:
             parser.error(f"--env-overrides {' '.join(args.env_overrides) or '(none)'}: {earlier} was trained with "
                          f"{' '.join(recorded) or 'none'}; give the same, or another --out")
         ours = record.get("trainers", {}).get(RUNNER)
-        bootstrap = ours.get("timeout_bootstrap", EXACT) if ours else args.timeout_bootstrap  # older records: exact
-        if args.iterations > 0 and bootstrap != args.timeout_bootstrap:
-            parser.error(f"--timeout-bootstrap {args.timeout_bootstrap}: {earlier} trained Runner with {bootstrap}; "
-                         "give the same, or another --out")
+        for key, default in RUNNER_SETTINGS.items():  # a setting an older record does not name was its default
+            trained = ours.get(key, default) if ours else getattr(args, key)
+            if args.iterations > 0 and trained != getattr(args, key):
+                parser.error(f"--{key.replace('_', '-')} {getattr(args, key)}: {earlier} trained Runner with {trained}; "
+                             "give the same, or another --out")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     result = run_direct(args) if args.phase == "direct" else run_flat(args)

@@ -17,6 +17,11 @@ from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
 from ppo_bootstrap.symmetry import Symmetry
 
 
+Shuffle = Literal["every_epoch", "once"]
+SHUFFLES: tuple[str, ...] = ("every_epoch", "once")
+"""The values of :attr:`PPOConfig.shuffle`."""
+
+
 @dataclass
 class PPOConfig:
     """PPO hyper-parameters; defaults are the ones legged-robot users know from rsl_rl / Isaac Lab."""
@@ -47,6 +52,10 @@ class PPOConfig:
     epoch (the whole update's move), as the adaptive-KL rule of the PPO paper adapts its penalty."""
     min_learning_rate: float = 1e-5
     max_learning_rate: float = 1e-2
+    shuffle: Shuffle = "every_epoch"
+    """The order of the samples over an update's epochs: ``every_epoch`` draws a new order for each
+    epoch; ``once`` draws one order per update and keeps it for every epoch, as rsl-rl-lib's
+    mini-batch generator does, so mini-batch ``i`` holds the same samples in every epoch."""
     normalize_advantage: bool = True
     """Normalize the advantages to mean 0 and std 1 over the whole rollout (every rank's)."""
     normalize_advantage_per_mini_batch: bool = False
@@ -81,6 +90,8 @@ class PPOConfig:
                              f"got {self.timeout_bootstrap!r}")
         if self.schedule not in ("adaptive", "fixed"):
             raise ValueError(f"schedule must be 'adaptive' or 'fixed', got {self.schedule!r}")
+        if self.shuffle not in SHUFFLES:
+            raise ValueError(f"shuffle must be one of {', '.join(SHUFFLES)}, got {self.shuffle!r}")
         if self.adaptive_every not in ("mini_batch", "update"):
             raise ValueError(f"adaptive_every must be 'mini_batch' or 'update', got {self.adaptive_every!r}")
         for name in ("num_learning_epochs", "num_mini_batches"):
@@ -252,15 +263,17 @@ class PPO:
         if graphed and (self._graph is None or self._graph.storage is not storage):
             self._graph = _GraphedStep(self, storage)
         losses = []  # per mini-batch [value, surrogate, entropy, kl, symmetry], read back once at the end
-        if graphed:
-            # every epoch's order up front, drawn on the device: the replays then queue without a host sync
-            orders, size = storage.permutations(cfg.num_learning_epochs, cfg.num_mini_batches, generator)
-            for order in orders:
+        # every epoch's order up front, drawn on the device: graph replays then queue without a host sync
+        orders, size = storage.permutations(
+            cfg.num_learning_epochs if cfg.shuffle == "every_epoch" else 1, cfg.num_mini_batches, generator
+        )
+        orders = orders.expand(cfg.num_learning_epochs, -1)  # "once": the one order for every epoch
+        for order in orders:
+            if graphed:
                 for i in range(cfg.num_mini_batches):
                     losses.append(self._graph.replay(order[i * size : (i + 1) * size]))
-        else:
-            for _ in range(cfg.num_learning_epochs):
-                for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, generator):
+            else:
+                for batch, states, starts in storage.mini_batches(cfg.num_mini_batches, order=order):
                     losses.append(self._step(batch, states, starts))
         losses = torch.stack(losses)
         if cfg.schedule == "adaptive" and cfg.adaptive_every == "update":

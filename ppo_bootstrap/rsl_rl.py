@@ -72,7 +72,8 @@ in rsl-rl-lib). ``symmetry_cfg``: ``use_data_augmentation`` -> ``symmetry_augmen
 (a warning says so). ``class_name`` ``"PPO"`` only; ``optimizer`` ``"adam"`` only;
 ``use_mixed_precision``, ``share_cnn_encoders`` ``False`` only; ``rnd_cfg`` ``None`` only;
 ``grad_reduce_bucket_mb`` is bookkeeping. ``PPOConfig.timeout_bootstrap`` stays ``"exact"`` (rsl-rl-lib
-bootstraps a timeout with ``V(s_t)``: ``"state_value"``).
+bootstraps a timeout with ``V(s_t)``: ``"state_value"``) and ``PPOConfig.shuffle`` ``"every_epoch"``
+(rsl-rl-lib keeps one order of the samples for all epochs of an update: ``"once"``).
 
 Checkpoints (:func:`policy_state`, :func:`optimizer_state`): 4.x/5.x files hold ``actor_state_dict``
 and ``critic_state_dict`` (``MLPModel``/``RNNModel``: ``obs_normalizer.*``, ``mlp.<i>.*``,

@@ -266,16 +266,21 @@ class RolloutStorage:
         return orders[0], size
 
     def mini_batches(
-        self, num_mini_batches: int, generator: torch.Generator | None = None
+        self, num_mini_batches: int, generator: torch.Generator | None = None, order: torch.Tensor | None = None
     ) -> Iterator[tuple[TensorDict, tuple[State, State], torch.Tensor | None]]:
         """One epoch of mini-batches: ``(batch, initial_states, starts)``.
 
         Feed-forward (no recurrent state stored): shuffled samples, batch ``[B]``, states ``(None, None)``
         and ``starts`` ``None``. Recurrent: whole env columns, batch ``[T, B_env]``, with each
         column's state before step 0 and its episode starts, so no hidden state crosses an episode end.
+        ``order``: the samples' (envs', if recurrent) order ``[n]``, one of :meth:`permutations`;
+        drawn from ``generator`` when ``None``.
         """
         recurrent = self.is_recurrent
-        perm, size = self.permutation(num_mini_batches, generator)
+        if order is None:
+            perm, size = self.permutation(num_mini_batches, generator)
+        else:
+            perm, size = order, order.shape[0] // num_mini_batches
         if not recurrent:
             flat = self.data.reshape(-1)
             for i in range(num_mini_batches):

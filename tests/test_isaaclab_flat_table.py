@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from isaac_adapter.app.bench.isaaclab_flat import (RSL_RL, RUNNER, env_terms, format_seeds, goal_lines, last_mean,
                                                    median_after_first, row_terms, rows_with_devices, seed_rows,
                                                    term_lines)
@@ -159,11 +161,44 @@ def test_per_term_logs_keep_isaac_labs_episode_terms_and_end_at_the_mean_of_the_
     assert term_lines(SEED0) == []  # rows without terms: no table
 
 
-def test_the_flat_phase_goes_on_only_with_the_bootstrap_its_runner_started_with(tmp_path) -> None:
+def test_a_shuffle_probe_is_named_by_it_and_left_out_of_the_goal() -> None:
+    probe = json.loads(json.dumps(SEED0))
+    probe["trainers"][RUNNER]["shuffle"] = "once"
+    del probe["trainers"][RSL_RL]
+    assert "| 0 | Runner, shuffled once | 4 | 1.000 | 2.50 | no | FAIL | test |" in format_seeds([probe])
+    assert goal_lines(seed_rows([SEED0, probe])) == goal_lines(seed_rows([SEED0]))
+    default = json.loads(json.dumps(SEED0))
+    default["trainers"][RUNNER].update(shuffle="every_epoch", timeout_bootstrap="exact")  # the defaults, named
+    assert not any(row.probe for row in seed_rows([default]))
+
+
+def test_a_reward_change_is_decided_apart_from_the_task_as_registered() -> None:
+    changed = json.loads(json.dumps(SEED1))
+    changed["args"] = {"env_overrides": ["env.rewards.feet_air_time.weight=1.5"]}
+    changed["seed"] = 0  # the same seed as SEED0, another env: both stay
+    changed["trainers"][RUNNER]["judged"] = judged(True, True)
+    changed["trainers"][RSL_RL]["judged"] = judged(True, False)
+    lines = goal_lines(seed_rows([SEED0, changed]))
+    assert lines[:3] == goal_lines(seed_rows([SEED0]))
+    # SEED1's values at seed 0: s/it 0.6 against 1.0, returns 10 against 6, both walk
+    assert lines[3:] == [
+        "with env.rewards.feet_air_time.weight=1.5: wall clock (mean s/it over seed 0): Runner 0.600 against "
+        "rsl-rl-lib 1.000: met",
+        "with env.rewards.feet_air_time.weight=1.5: return over the last 10 iterations (mean over seed 0): Runner "
+        "10.00 against rsl-rl-lib 6.00: met",
+        "with env.rewards.feet_air_time.weight=1.5: walks wherever rsl-rl-lib walks (forward 0.5 m/s accepted): "
+        "rsl-rl-lib at seeds 0, Runner at 0: met"]
+    assert "| 0 | rsl-rl-lib, env.rewards.feet_air_time.weight=1.5 | 4 | 1.000 | 6.00 | yes | FAIL | test |" in \
+        format_seeds([SEED0, changed])
+    assert goal_lines(seed_rows([changed]))[0].startswith("with env.rewards.feet_air_time.weight=1.5: wall clock")
+
+
+@pytest.mark.parametrize("flag, value, trained", [("--timeout-bootstrap", "state_value", "exact"),
+                                                  ("--shuffle", "once", "every_epoch")])
+def test_the_flat_phase_goes_on_only_with_the_settings_its_runner_started_with(tmp_path, flag, value, trained) -> None:
     (tmp_path / "flat.json").write_text(json.dumps({**SEED0, "args": {"env_overrides": []}}))
     script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--out", str(tmp_path)]
-    done = subprocess.run(script + ["--timeout-bootstrap", "state_value"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(script + [flag, value], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(
-        f"--timeout-bootstrap state_value: {tmp_path / 'flat.json'} trained Runner with exact; give the same, or "
-        "another --out")
+        f"{flag} {value}: {tmp_path / 'flat.json'} trained Runner with {trained}; give the same, or another --out")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ppo_bootstrap import PolicyConfig, Runner, RunnerConfig, RolloutStorage, StepResult
+from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, Runner, RunnerConfig, RolloutStorage, StepResult
 from ppo_bootstrap.storage import Transition
 from ppo_bootstrap.envs import TimeLimitEnv
 from ppo_bootstrap.modules import EmpiricalNormalization
@@ -193,3 +193,28 @@ def test_every_epochs_order_drawn_at_once_is_the_orders_drawn_one_by_one():
     torch.testing.assert_close(torch.cat(first), orders[0].float(), rtol=0, atol=0)
     with pytest.raises(ValueError, match="48 samples do not split into 5 mini-batches"):
         storage.permutations(2, 5)
+
+
+@pytest.mark.parametrize("shuffle", ["every_epoch", "once"])
+def test_an_updates_mini_batches_follow_its_shuffle(monkeypatch, shuffle):
+    """``every_epoch``: epoch ``e`` gathers the samples in the ``e``-th order drawn from the update's
+    generator; ``once`` (rsl-rl-lib's): every epoch gathers them in the first of those orders, so
+    mini-batch ``i`` holds the same samples in each epoch."""
+    epochs, mini_batches = 3, 4
+    ppo = PPO(ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=(8,), critic_hidden=(8,))),
+              PPOConfig(num_learning_epochs=epochs, num_mini_batches=mini_batches, shuffle=shuffle))
+    ppo.storage = RolloutStorage(6, 8, {"policy": (3,)}, 2, "cpu")
+    ppo.storage.data["rewards"].copy_(torch.arange(48.0).reshape(6, 8))  # each sample's rollout index
+    seen = []
+    monkeypatch.setattr(ppo, "_step", lambda batch, states, starts: seen.append(batch["rewards"]) or torch.zeros(5))
+    ppo.update(torch.Generator().manual_seed(3))
+    drawn, _ = ppo.storage.permutations(epochs, mini_batches, torch.Generator().manual_seed(3))
+    gathered = torch.stack(seen).reshape(epochs, 48).long()  # epoch by epoch, mini-batch after mini-batch
+    expected = drawn if shuffle == "every_epoch" else drawn[:1].expand(epochs, -1)
+    torch.testing.assert_close(gathered, expected, rtol=0, atol=0)
+    assert len({tuple(order.tolist()) for order in gathered}) == (epochs if shuffle == "every_epoch" else 1)
+
+
+def test_an_unknown_shuffle_is_refused_by_name():
+    with pytest.raises(ValueError, match="shuffle must be one of every_epoch, once, got 'never'"):
+        PPOConfig(shuffle="never")

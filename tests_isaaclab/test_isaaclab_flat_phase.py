@@ -2,9 +2,9 @@
 through ``Runner`` and through rsl-rl-lib's ``OnPolicyRunner`` on one env, for a few iterations.
 
 The phase otherwise runs only on a GPU machine, for 1,000 iterations; here it is run as a user runs
-it, with the time-out bootstrap probe, and its record is read back: both trainers' rows, each naming
-the device it ran on, Isaac Lab's per-term episode logs on every 10th row, and the bootstrap the
-Runner trained with.
+it, with the probes of rsl_rl's time-out bootstrap and shuffle, and its record is read back: both
+trainers' rows, each naming the device it ran on, Isaac Lab's per-term episode logs on every 10th
+row, and the settings the Runner trained with.
 """
 
 from __future__ import annotations
@@ -26,16 +26,18 @@ from isaac_adapter.evaluation.gate import GateConfig  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_bootstrap_probe(tmp_path):
+def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_probes(tmp_path):
     iterations = TERMS_EVERY  # the last row keeps the per-term logs
     script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--device", "cpu",
               "--num-envs", str(GateConfig().num_envs), "--iterations", str(iterations), "--horizon-s", "0.5",
-              "--gate-horizon-s", "0.5", "--timeout-bootstrap", "state_value", "--out", str(tmp_path)]
-    done = subprocess.run(script, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+              "--gate-horizon-s", "0.5", "--out", str(tmp_path)]
+    probes = ["--timeout-bootstrap", "state_value", "--shuffle", "once"]
+    done = subprocess.run(script + probes, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((tmp_path / "flat.json").read_text())
     runner, rsl = record["trainers"][RUNNER], record["trainers"][RSL_RL]
     assert runner["timeout_bootstrap"] == "state_value" and "timeout_bootstrap" not in rsl
+    assert runner["shuffle"] == "once" and "shuffle" not in rsl
     for trainer in (runner, rsl):
         assert [r["it"] for r in trainer["rows"]] == list(range(1, iterations + 1))
         assert {r["device"] for r in trainer["rows"]} == {"cpu"}
@@ -49,10 +51,10 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_b
     assert "| Episode_Reward/feet_air_time |" in done.stdout
     table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr[-2000:]
-    assert f"| 0 | Runner, state_value bootstrap | {iterations} |" in table.stdout
+    assert f"| 0 | Runner, state_value bootstrap, shuffled once | {iterations} |" in table.stdout
     assert f"| 0 | rsl-rl-lib | {iterations} |" in table.stdout
     assert "no seed has both trainers at the same iterations: no verdict" in table.stdout
     # going on in the same folder with the exact bootstrap is refused in one line, before Isaac Lab starts
-    again = subprocess.run(script[:-4] + ["--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(script, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2
     assert again.stderr.strip().splitlines()[-1].endswith("trained Runner with state_value; give the same, or another --out")

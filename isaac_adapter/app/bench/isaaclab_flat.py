@@ -7,8 +7,10 @@ per iteration than rsl-rl-lib, ends at the same or a higher return, and walks wh
 walks. Each line is decided over the seeds where both trainers ran the same number of iterations:
 the seconds per iteration and the return as means over those seeds, the walking seed by seed. The
 wall clock is compared only where both trainers ran every iteration on one GPU model (each row names
-the GPU it ran on), and a ``Runner`` run with another time-out bootstrap than the exact one is a
-probe: it shows in the seeds' table and stays out of the goal's lines.
+the GPU it ran on). A ``Runner`` run with another setting of :data:`RUNNER_SETTINGS` than the
+default (rsl_rl's time-out bootstrap, its one shuffle per update) is a probe: it shows in the seeds'
+table and stays out of the goal's lines. A record trained with ``--env-overrides`` (a reward
+change, the same for both trainers) is decided on its own, apart from the task as registered.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
-EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default
+# the Runner settings a record keeps, with their defaults; any other value makes the run a probe
+RUNNER_SETTINGS = {"timeout_bootstrap": PPOConfig.timeout_bootstrap, "shuffle": PPOConfig.shuffle}
+SETTING_LABELS = {"timeout_bootstrap": "{} bootstrap", "shuffle": "shuffled {}"}
 # the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
 # on every this many iterations' rows (on all of them a record would be several times larger)
 TERM_PREFIXES = ("Episode_Reward/", "Episode_Termination/", "Metrics/")
@@ -71,8 +75,9 @@ def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
 class TrainerSeed:
     """One trainer at one seed: iterations run, median seconds per iteration, the return it ended at,
     whether its final policy walks (the gait verdict at forward 0.5 m/s accepted) and passes the
-    walking gate (None: not judged), the GPU models its iterations ran on, and Runner's time-out
-    bootstrap (None for rsl-rl-lib)."""
+    walking gate (None: not judged), the GPU models its iterations ran on, Runner's settings that
+    differ from :data:`RUNNER_SETTINGS` (``(name, value)`` pairs; none for rsl-rl-lib) and the env
+    changes the record was trained with (``--env-overrides``)."""
 
     seed: int
     trainer: str
@@ -82,16 +87,18 @@ class TrainerSeed:
     walks: bool | None
     gate: bool | None
     devices: tuple[str, ...] = ()
-    timeout_bootstrap: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()
+    env_overrides: tuple[str, ...] = ()
 
     @property
     def probe(self) -> bool:
-        """A Runner run with another time-out bootstrap than the default one."""
-        return self.timeout_bootstrap not in (None, EXACT)
+        """A Runner run with a setting other than its default."""
+        return bool(self.settings)
 
     @property
     def name(self) -> str:
-        return NAMES[self.trainer] + (f", {self.timeout_bootstrap} bootstrap" if self.probe else "")
+        labels = [SETTING_LABELS[key].format(value) for key, value in self.settings] + list(self.env_overrides)
+        return ", ".join([NAMES[self.trainer], *labels])
 
 
 def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
@@ -104,9 +111,16 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
     walks = None if forward is None else bool(forward["verdict"]["accepted"])
     devices = tuple(dict.fromkeys(r.get("device", record["device"]) for r in tr["rows"]))
-    bootstrap = tr.get("timeout_bootstrap", EXACT) if trainer == RUNNER else None  # older records: exact
     return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
-                       last_mean(tr["rows"], "return"), walks, gate, devices, bootstrap)
+                       last_mean(tr["rows"], "return"), walks, gate, devices,
+                       runner_settings(tr) if trainer == RUNNER else (),
+                       tuple(record.get("args", {}).get("env_overrides", [])))
+
+
+def runner_settings(trainer: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The settings of :data:`RUNNER_SETTINGS` a record's Runner trained with other than the defaults
+    (a setting an older record does not name was its default)."""
+    return tuple((key, trainer[key]) for key, default in RUNNER_SETTINGS.items() if trainer.get(key, default) != default)
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
@@ -122,14 +136,26 @@ def seed_list(seeds: Iterable[int]) -> str:
 
 
 def goal_lines(rows: list[TrainerSeed]) -> list[str]:
-    """The goal's three lines over the seeds where both trainers ran the same iterations, each ending in
-    ``met`` or ``not met`` (the walking line: ``neither walks`` when neither does, ``no verdict`` when
-    a final policy was not judged; the wall clock over the seeds where both ran on one GPU model);
-    one line saying so when no seed has both. Probes (:attr:`TrainerSeed.probe`) are left out."""
+    """The goal's lines (:func:`env_goal_lines`) for the task as registered, then for each set of env
+    changes the records were trained with, those prefixed ``with <changes>:``. Probes
+    (:attr:`TrainerSeed.probe`) are left out."""
+    compared = [r for r in rows if not r.probe]
+    envs = sorted(dict.fromkeys(r.env_overrides for r in compared)) or [()]  # the registered task, () first
+    lines = []
+    for overrides in envs:
+        prefix = f"with {' '.join(overrides)}: " if overrides else ""
+        lines += [prefix + line for line in env_goal_lines([r for r in compared if r.env_overrides == overrides])]
+    return lines
+
+
+def env_goal_lines(rows: list[TrainerSeed]) -> list[str]:
+    """The goal's three lines over the seeds of ``rows`` (one env, no probes) where both trainers ran
+    the same iterations, each ending in ``met`` or ``not met`` (the walking line: ``neither walks``
+    when neither does, ``no verdict`` when a final policy was not judged; the wall clock over the
+    seeds where both ran on one GPU model); one line saying so when no seed has both."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
     for row in rows:
-        if not row.probe:
-            by_seed.setdefault(row.seed, {})[row.trainer] = row
+        by_seed.setdefault(row.seed, {})[row.trainer] = row
     pairs = {s: (t[RUNNER], t[RSL_RL]) for s, t in sorted(by_seed.items())
              if RUNNER in t and RSL_RL in t and t[RUNNER].iterations == t[RSL_RL].iterations}
     if not pairs:
