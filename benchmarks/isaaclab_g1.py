@@ -460,7 +460,9 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 # -- table ---------------------------------------------------------------------------------------
 
 
-def print_tables(out: Path) -> None:
+def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
+    """The tables of the records in ``out``; the flat phase's per-block table has a row per ``block``
+    iterations, up to iteration ``until`` (all: None)."""
     flat = out / "flat.json"
     if flat.exists():
         res = json.loads(flat.read_text())
@@ -489,13 +491,12 @@ def print_tables(out: Path) -> None:
                           f"{'PASS' if gate['passed'] else 'FAIL'} (" + "; ".join(
                               f"{ln['name']} {ln['value']:.3g} {ln['op']} {ln['threshold']:g}"
                               + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
-        block = 100
         print(f"\nper {block} iterations: median s/it, env-steps/s, return and length (mean of the block's last 10), "
               "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded), the GPU")
         print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit | GPU |")
         print("|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
-            rows = tr["rows"]
+            rows = [r for r in tr["rows"] if until is None or r["it"] <= until]
             for lo in range(0, len(rows), block):
                 part = rows[lo:lo + block]
                 wall = statistics.median(r["wall_s"] for r in part)
@@ -554,18 +555,22 @@ def main() -> None:
                              "once, kept out of the goal)")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
+    parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")
+    parser.add_argument("--until", type=int, default=None, help="table: that table up to this iteration (default: all)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",
                         help="flat: changes to the task's env cfg for both trainers, as Isaac Lab's train.py takes them "
                              "(env.rewards.feet_air_time.weight=1.5)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # table: options before or after the folders
     if args.phase == "table":
+        if args.block < 1:
+            parser.error(f"--block {args.block}: a row of the per-block table holds at least 1 iteration")
         folders = [Path(f) for f in args.out or [args.out_dir]]
         if missing := [str(f) for f in folders if not f.is_dir()]:
             parser.error(f"table: no such folder: {', '.join(missing)}")
         if empty := [str(f) for f in folders if not any((f / f"{phase}.json").exists() for phase in ("flat", "direct"))]:
             parser.error(f"table: no flat.json or direct.json in {', '.join(empty)} (the folders --out gave the phases)")
         for folder in folders:
-            print_tables(folder)
+            print_tables(folder, args.block, args.until)
         flats = [json.loads((f / "flat.json").read_text()) for f in folders if (f / "flat.json").exists()]
         if flats:
             print()

@@ -8,7 +8,9 @@ reports ``dones = terminated | truncated`` and ``extras["time_outs"] = truncated
 wrapper does. One meter on the env counts, for both, the return and length of each episode that ends
 and how it ended. So what differs is the trainer alone: its random streams, its mini-batch order,
 and how it values a time-out (``Runner``'s ``V(s_final)``; ``--runner-bootstrap state_value`` gives
-it rsl_rl's ``V(s_t)``, to tell that part apart).
+it rsl_rl's ``V(s_t)``, and ``--runner-shuffle once`` rsl-rl-lib's one order of the samples for all
+epochs of an update, to tell each part apart). Each row keeps the learning rate the adaptive
+schedule left after the iteration's update, as each trainer holds it.
 
 This answers on the CPU in minutes what Isaac Lab's flat G1 asks of a GPU for an hour: at one seed
 there ``Runner`` ended lower (BENCHMARKS.md, "Isaac Lab's own G1 beside rsl_rl"); is that the trainer
@@ -20,24 +22,27 @@ or the seed?
 
 Each (trainer, seed) run writes ``<out>/<trainer>_s<seed>.json`` with its per-iteration rows; the
 table gives per trainer the return over the last ``--window`` iterations at each seed, their mean and
-standard deviation, and the episodes ended over the run, of them by the time limit.
+standard deviation, the episodes ended over the run, of them by the time limit, and the learning
+rate (the geometric mean over every iteration of its runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
+from ppo_bootstrap.ppo import SHUFFLES, PPOConfig
 
-from isaac_adapter.app.bench.common import RETURN_WINDOW, EpisodeMeter, last_mean
+from isaac_adapter.app.bench.common import RETURN_WINDOW, RSL_RL, RUNNER, EpisodeMeter, last_mean
 from isaac_adapter.app.bench.rsl_rl_learning import agent_config, learning_table
 
-TRAINERS = ("ppo_bootstrap", "rsl_rl")
+TRAINERS = (RUNNER, RSL_RL)
 
 
 class MeteredEnv:
@@ -107,35 +112,37 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
     rows: list[dict[str, Any]] = []
     clock = {"t": time.perf_counter()}
 
-    def row(it: int) -> None:
+    def row(it: int, lr: float) -> None:
         now = time.perf_counter()
         took = env.take()
         rows.append({"it": it, "wall_s": round(now - clock["t"], 4), **took,
-                     "return": round(took["return"], 2), "length": round(took["length"], 2)})
+                     "return": round(took["return"], 2), "length": round(took["length"], 2), "lr": float(f"{lr:.4g}")})
         clock["t"] = now
 
-    if trainer == "ppo_bootstrap":
+    if trainer == RUNNER:
         import dataclasses
 
         from ppo_bootstrap import Runner, RunnerConfig
 
         rc = RunnerConfig.from_rsl_rl(cfg, console=False, log_dir=None)
-        rc = dataclasses.replace(rc, ppo=dataclasses.replace(rc.ppo, timeout_bootstrap=args.runner_bootstrap))
+        rc = dataclasses.replace(rc, ppo=dataclasses.replace(rc.ppo, timeout_bootstrap=args.runner_bootstrap,
+                                                             shuffle=args.runner_shuffle))
         runner = Runner(env, rc)
         for it in range(1, args.iterations + 1):
             runner.learn(1)
             if runner.interrupted:  # SIGINT / SIGTERM: the Runner ended its iteration cleanly; so does the run
                 raise SystemExit(f"{trainer} seed {seed}: stopped by a signal at iteration {runner.iteration}")
-            row(it)
-        name = f"ppo_bootstrap/{args.runner_bootstrap}"
+            row(it, runner.last_stats["policy/learning_rate"])
+        name = f"{RUNNER}/{args.runner_bootstrap}" + ("" if args.runner_shuffle == PPOConfig.shuffle
+                                                            else f", shuffled {args.runner_shuffle}")
     else:
         from rsl_rl.runners import OnPolicyRunner
 
         torch.manual_seed(seed)
         rsl = OnPolicyRunner(RslRlShim(env, horizon), cfg, log_dir=None, device="cpu")
-        rsl.logger.log = lambda it, **_: row(it + 1)  # one row per iteration, no files
+        rsl.logger.log = lambda it, **_: row(it + 1, rsl.alg.learning_rate)  # one row per iteration, no files
         rsl.learn(args.iterations)
-        name = "rsl_rl"
+        name = RSL_RL
     return {"trainer": name, "seed": seed, "env": args.env, "time_limit": horizon, "num_envs": args.num_envs, "steps": args.steps,
             "iterations": args.iterations, "agent_cfg": cfg, "rows": rows}
 
@@ -149,6 +156,8 @@ def main() -> None:
     p.add_argument("--trainers", nargs="+", choices=TRAINERS, default=list(TRAINERS))
     p.add_argument("--runner-bootstrap", choices=("exact", "state_value"), default="exact",
                    help="Runner's value of a time-out (state_value: rsl_rl's, to tell its part in a gap apart)")
+    p.add_argument("--runner-shuffle", choices=SHUFFLES, default=PPOConfig.shuffle,
+                   help="Runner's order of the samples over an update's epochs (once: rsl-rl-lib's, to tell its part apart)")
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=32, help="env steps per iteration")
     p.add_argument("--iterations", type=int, default=300)
@@ -165,7 +174,7 @@ def main() -> None:
         return
     import importlib.util
 
-    if "rsl_rl" in args.trainers and importlib.util.find_spec("rsl_rl") is None:
+    if RSL_RL in args.trainers and importlib.util.find_spec("rsl_rl") is None:
         p.error("rsl-rl-lib is not installed: pip install rsl-rl-lib, or give --trainers ppo_bootstrap")
     try:  # the task and what it needs (Gymnasium's MuJoCo tasks: pip install "gymnasium[mujoco]")
         import gymnasium as gym
@@ -181,7 +190,7 @@ def main() -> None:
         for trainer in args.trainers:
             t = time.perf_counter()
             rec = run_one(args, trainer, seed)
-            tag = rec["trainer"].replace("/", "_")
+            tag = re.sub(r"[^A-Za-z0-9]+", "_", rec["trainer"])
             (out / f"{tag}_s{seed}.json").write_text(json.dumps(rec))
             print(f"{rec['trainer']} seed {seed}: return {last_mean(rec['rows'], 'return', args.window):.1f} "
                   f"({time.perf_counter() - t:.0f} s)", flush=True)

@@ -202,3 +202,18 @@ def test_the_flat_phase_goes_on_only_with_the_settings_its_runner_started_with(t
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(
         f"{flag} {value}: {tmp_path / 'flat.json'} trained Runner with {trained}; give the same, or another --out")
+
+
+def test_the_per_block_table_takes_a_block_and_a_last_iteration(tmp_path) -> None:
+    (tmp_path / "flat.json").write_text(json.dumps(SEED0))
+    script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "table", str(tmp_path)]
+    done = subprocess.run(script + ["--block", "2", "--until", "3"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Runner's rows 1-4: walls 9.0, 1.0 | 0.8 (row 4 past --until); returns 1, 2 | 3; each row 10 ended, 9 by
+    # time; env-steps/s 24 steps x 4096 envs / the median s/it: 98,304 / 5.0 and / 0.8
+    assert "| ppo_bootstrap | 1-2 | 5.000 | 19,661 | 1.50 | 900 | 20 | 18 | test |" in done.stdout
+    assert "| ppo_bootstrap | 3-3 | 0.800 | 122,880 | 3.00 | 900 | 10 | 9 | test |" in done.stdout
+    assert "| ppo_bootstrap | 3-4 |" not in done.stdout and "per 2 iterations" in done.stdout
+    refused = subprocess.run(script + ["--block", "0"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].endswith("--block 0: a row of the per-block table holds at least 1 iteration")

@@ -54,11 +54,23 @@ def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
     records = [rec("rsl_rl", 1, [0, 30, 50]), rec("rsl_rl", 0, [0, 10, 20]),
                rec("ppo_bootstrap/exact", 0, [0, 40, 40]), rec("ppo_bootstrap/exact", 1, [0, 20, 60])]
     lines = learning_table(records, window=2).splitlines()
-    # rsl_rl ends at 15 (seed 0) and 40 (seed 1): mean 27.5, std sqrt(312.5) = 17.7; 6 episodes per run, 3 by time
-    assert "| ppo_bootstrap/exact | 0, 1 | 40, 40 | 40 | 0 | 12 | 6 | 0.500 |" in lines
-    assert "| rsl_rl | 0, 1 | 15, 40 | 28 | 18 | 12 | 6 | 0.500 |" in lines
+    # rsl_rl ends at 15 (seed 0) and 40 (seed 1): mean 27.5, std sqrt(312.5) = 17.7; 6 episodes per run, 3 by time;
+    # these rows keep no learning rate (as older records): "-"
+    assert "| ppo_bootstrap/exact | 0, 1 | 40, 40 | 40 | 0 | 12 | 6 | - | 0.500 |" in lines
+    assert "| rsl_rl | 0, 1 | 15, 40 | 28 | 18 | 12 | 6 | - | 0.500 |" in lines
     # 40 - 27.5 = +12.5 (printed +12: halves round to even); standard error sqrt(0 / 2 + 312.5 / 2) = 12.5; t = +1
     assert lines[-1] == "ppo_bootstrap/exact - rsl_rl: +12, standard error 12, t = +1.00"
     assert lines[0].startswith("Hopper-v5, 64 envs x 32 steps, 3 iterations;")  # older records name no time limit
     limited = [{**r, "time_limit": 200} for r in records]
     assert learning_table(limited, window=2).startswith("Hopper-v5, time limit 200 steps, 64 envs x 32 steps")
+    # a third trainer: each is compared with rsl-rl-lib; the learning rate is the geometric mean over every row of its
+    # runs: (1 x 2 x 4 x 3 x 5 x 6)^(1/6) = 720^(1/6) = 2.994 (x 1e-3)
+    probe = [rec("ppo_bootstrap/exact, shuffled once", seed, [0, 30, 30 + 20 * seed]) for seed in (0, 1)]
+    for r, rates in zip(probe, ([1e-3, 2e-3, 4e-3], [3e-3, 5e-3, 6e-3])):
+        for row, lr in zip(r["rows"], rates):
+            row["lr"] = lr
+    lines = learning_table(records + probe, window=2).splitlines()
+    # the probe ends at 30 and 40: mean 35, std sqrt(50); 35 - 27.5 = 7.5, standard error sqrt(50/2 + 312.5/2) = 13.5
+    assert "| ppo_bootstrap/exact, shuffled once | 0, 1 | 30, 40 | 35 | 7 | 12 | 6 | 2.99e-03 | 0.500 |" in lines
+    assert lines[-2:] == ["ppo_bootstrap/exact - rsl_rl: +12, standard error 12, t = +1.00",
+                          "ppo_bootstrap/exact, shuffled once - rsl_rl: +8, standard error 13, t = +0.56"]

@@ -17,6 +17,9 @@ from ppo_bootstrap.episode import assemble_next_values
 #: The return a training run ends at: the mean over its last this many iterations.
 RETURN_WINDOW = 10
 
+#: The trainers' names in the records that put ``Runner`` beside rsl-rl-lib.
+RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
+
 #: The checkout the benchmarks run from (a source install: ``examples/``, ``docs/``, ``benchmarks/``).
 CHECKOUT = Path(__file__).resolve().parents[3]
 

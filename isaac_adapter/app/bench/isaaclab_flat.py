@@ -21,9 +21,8 @@ from typing import Any, Iterable, Mapping
 
 from ppo_bootstrap.ppo import PPOConfig
 
-from isaac_adapter.app.bench.common import RETURN_WINDOW, last_mean, median_after_first
+from isaac_adapter.app.bench.common import RETURN_WINDOW, RSL_RL, RUNNER, last_mean, median_after_first
 
-RUNNER, RSL_RL = "ppo_bootstrap", "rsl_rl"
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"

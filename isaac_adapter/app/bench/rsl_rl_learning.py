@@ -10,7 +10,7 @@ import math
 import statistics
 from typing import Any
 
-from isaac_adapter.app.bench.common import last_mean
+from isaac_adapter.app.bench.common import RSL_RL, last_mean
 
 
 def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
@@ -34,11 +34,12 @@ def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
 def learning_table(records: list[dict[str, Any]], window: int) -> str:
     """Per trainer: the return it ended at at each seed (the mean of its last ``window`` rows'
     returns, :func:`~isaac_adapter.app.bench.common.last_mean`; a row where no episode ended has
-    none), their mean and sample
-    standard deviation, the episodes ended over its runs and of them by the time limit, and the
-    median seconds per iteration (each run's first left out). With two trainers, a last line: the
-    difference of their means, its standard error ``sqrt(s1^2 / n1 + s2^2 / n2)`` and their ratio
-    (Welch's t: within about 2, the seeds do not tell the trainers apart)."""
+    none), their mean and sample standard deviation, the episodes ended over its runs and of them
+    by the time limit, the geometric mean of the learning rate over its rows (``-``: records that
+    kept none) and the median seconds per iteration (each run's first left out). Then, for each trainer against
+    rsl-rl-lib (or of two trainers, the first against the second), a line: the difference of their
+    means, its standard error ``sqrt(s1^2 / n1 + s2^2 / n2)`` and their ratio (Welch's t: within
+    about 2, the seeds do not tell the trainers apart)."""
     by: dict[str, list[dict[str, Any]]] = {}
     for rec in sorted(records, key=lambda r: (r["trainer"], r["seed"])):
         by.setdefault(rec["trainer"], []).append(rec)
@@ -46,8 +47,8 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
     limit = f", time limit {first['time_limit']} steps" if "time_limit" in first else ""
     out = [f"{first['env']}{limit}, {first['num_envs']} envs x {first['steps']} steps, {first['iterations']} iterations; "
            f"return: the mean over the last {window} iterations of the episodes that ended in each",
-           "| trainer | seeds | return at each seed | mean | std | episodes ended | by the time limit | s/it |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| trainer | seeds | return at each seed | mean | std | episodes ended | by the time limit | learning rate | s/it |",
+           "|---|---|---|---|---|---|---|---|---|"]
     spread: dict[str, tuple[float, float, int]] = {}
     for name, recs in by.items():
         ends = [last_mean(r["rows"], "return", window) for r in recs]
@@ -56,10 +57,15 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
         ended = sum(x["ended"] for r in recs for x in r["rows"])
         timeouts = sum(x["timeouts"] for r in recs for x in r["rows"])
         wall = statistics.median(x["wall_s"] for r in recs for x in r["rows"][1:])
+        rates = [x["lr"] for r in recs for x in r["rows"] if "lr" in x]
+        rate = f"{statistics.geometric_mean(rates):.2e}" if rates else "-"  # the schedule steps it by factors
         out.append(f"| {name} | {', '.join(str(r['seed']) for r in recs)} | {', '.join(f'{e:.0f}' for e in ends)} | "
-                   f"{mean:.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {wall:.3f} |")
-    if len(spread) == 2:
-        (a, (m1, s1, n1)), (b, (m2, s2, n2)) = spread.items()
-        se = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
-        out.append(f"{a} - {b}: {m1 - m2:+.0f}, standard error {se:.0f}, t = {(m1 - m2) / se:+.2f}")
+                   f"{mean:.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {rate} | {wall:.3f} |")
+    names = list(spread)
+    reference = RSL_RL if RSL_RL in spread else (names[1] if len(names) == 2 else None)
+    for a in names if reference is not None else []:
+        if a != reference:
+            (m1, s1, n1), (m2, s2, n2) = spread[a], spread[reference]
+            se = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
+            out.append(f"{a} - {reference}: {m1 - m2:+.0f}, standard error {se:.0f}, t = {(m1 - m2) / se:+.2f}")
     return "\n".join(out)
