@@ -147,6 +147,17 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
             "iterations": args.iterations, "agent_cfg": cfg, "rows": rows}
 
 
+def check_task(p: argparse.ArgumentParser, env_id: str) -> None:
+    """Build ``env_id`` once, or end in one line naming what failed (Gymnasium's MuJoCo tasks need
+    ``pip install "gymnasium[mujoco]"``)."""
+    try:
+        import gymnasium as gym
+
+        gym.make(env_id).close()
+    except Exception as err:  # noqa: BLE001  (any failure to build the task is the same one-line answer)
+        p.error(f"--env {env_id}: {type(err).__name__}: {err}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="Hopper-v5", help="a Gymnasium task id with a Box action space")
@@ -176,12 +187,7 @@ def main() -> None:
 
     if RSL_RL in args.trainers and importlib.util.find_spec("rsl_rl") is None:
         p.error("rsl-rl-lib is not installed: pip install rsl-rl-lib, or give --trainers ppo_bootstrap")
-    try:  # the task and what it needs (Gymnasium's MuJoCo tasks: pip install "gymnasium[mujoco]")
-        import gymnasium as gym
-
-        gym.make(args.env).close()
-    except Exception as err:  # noqa: BLE001  (any failure to build the task is the same one-line answer)
-        p.error(f"--env {args.env}: {type(err).__name__}: {err}")
+    check_task(p, args.env)
     torch.set_num_threads(args.torch_threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

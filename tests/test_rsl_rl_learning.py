@@ -74,3 +74,45 @@ def test_the_return_a_run_ends_at_and_the_table_over_seeds() -> None:
     assert "| ppo_bootstrap/exact, shuffled once | 0, 1 | 30, 40 | 35 | 7 | 12 | 6 | 2.99e-03 | 0.500 |" in lines
     assert lines[-2:] == ["ppo_bootstrap/exact - rsl_rl: +12, standard error 12, t = +1.00",
                           "ppo_bootstrap/exact, shuffled once - rsl_rl: +8, standard error 13, t = +0.56"]
+
+
+def _learner(epochs: int, learning_rate: float):
+    """A small learner whose rollout was collected by its own policy (random observations and actions)."""
+    from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage
+
+    torch.manual_seed(0)
+    policy = ActorCritic(5, 5, 3, PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    learner = PPO(policy, PPOConfig(num_learning_epochs=epochs, num_mini_batches=4, learning_rate=learning_rate))
+    learner.storage = RolloutStorage(8, 16, {"policy": (5,)}, 3, "cpu")
+    data = learner.storage.data
+    g = torch.Generator().manual_seed(1)
+    data["obs", "policy"].copy_(torch.randn(8, 16, 5, generator=g))
+    with torch.no_grad():
+        dist, values = policy.evaluate(data["obs", "policy"], data["obs", "policy"], (None, None), None)
+        data["action_mean"].copy_(dist.mean)
+        data["action_std"].copy_(dist.stddev)
+        data["actions"].copy_(dist.mean + dist.stddev * torch.randn(8, 16, 3, generator=g))
+        data["log_probs"].copy_(dist.log_prob(data["actions"]).sum(-1))
+        data["values"].copy_(values.reshape(8, 16))
+    for key in ("advantages", "returns"):
+        data[key].copy_(torch.randn(8, 16, generator=g))
+    return learner
+
+
+def test_what_an_update_reads_and_moves_under_each_order() -> None:
+    from isaac_adapter.app.bench.rsl_rl_learning import moved_kl, read_and_moved
+
+    learner = _learner(epochs=3, learning_rate=1e-3)
+    before = [p.clone() for p in learner.policy.parameters()]
+    assert moved_kl(learner) == pytest.approx(0.0, abs=1e-6)  # the rollout's own policy has not moved
+    measured = read_and_moved(learner, seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(before, learner.policy.parameters()))  # copies updated, not it
+    assert measured["every_epoch"] != measured["once"]  # three epochs: other orders, other steps
+    assert all(read > 0 and moved > 0 for read, moved in measured.values())
+    # one epoch: "once" keeps the very order "every_epoch" draws first, so the two updates are one
+    one = read_and_moved(_learner(epochs=1, learning_rate=1e-3), seed=5)
+    assert one["every_epoch"] == one["once"]
+    # a learning rate of 0 moves nothing, and the schedule reads no KL
+    still = read_and_moved(_learner(epochs=3, learning_rate=0.0), seed=5)
+    assert all(read == pytest.approx(0.0, abs=1e-6) and moved == pytest.approx(0.0, abs=1e-6)
+               for read, moved in still.values())

@@ -2,13 +2,21 @@
 config both take and the table of the returns they end at (``benchmarks/rsl_rl_learning.py`` runs
 them). A record is one trainer at one seed: ``{"trainer", "seed", "env", "time_limit", "num_envs",
 "steps", "iterations", "rows"}``, a row per iteration ``{"it", "wall_s", "return", "length", "ended",
-"timeouts"}`` measured on the env's side (:class:`~isaac_adapter.app.bench.common.EpisodeMeter`)."""
+"timeouts", "lr"}`` measured on the env's side (:class:`~isaac_adapter.app.bench.common.EpisodeMeter`),
+but the learning rate, the trainer's. Also what one update reads and moves under each order of the
+samples (:func:`read_and_moved`, which ``benchmarks/shuffle_kl.py`` runs)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import statistics
 from typing import Any
+
+import torch
+from ppo_bootstrap.env import POLICY, critic_obs
+from ppo_bootstrap.ppo import PPO, SHUFFLES, _gaussian_kl
 
 from isaac_adapter.app.bench.common import RSL_RL, last_mean
 
@@ -69,3 +77,25 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
             se = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
             out.append(f"{a} - {reference}: {m1 - m2:+.0f}, standard error {se:.0f}, t = {(m1 - m2) / se:+.2f}")
     return "\n".join(out)
+
+
+@torch.no_grad()
+def moved_kl(learner: PPO) -> float:
+    """The mean KL ``KL(collecting policy || learner's policy)`` over every sample of its rollout."""
+    data = learner.storage.data.reshape(-1)
+    obs = data["obs"]
+    dist, _ = learner.policy.evaluate(obs[POLICY], critic_obs(obs), (None, None), None)
+    return float(_gaussian_kl(data["action_mean"], data["action_std"], dist.mean, dist.stddev).mean())
+
+
+def read_and_moved(learner: PPO, seed: int) -> dict[str, tuple[float, float]]:
+    """Per order: ``(KL the schedule reads, KL the update moved)`` of one update of copies of
+    ``learner`` on its rollout, at its learning rate held fixed, the orders drawn from ``seed``."""
+    out = {}
+    for shuffle in SHUFFLES:
+        twin = copy.deepcopy(learner)
+        vars(twin).pop("update", None)  # the class's update, not a measuring wrapper a caller put on the learner
+        twin.cfg = dataclasses.replace(twin.cfg, schedule="fixed", shuffle=shuffle)
+        stats = twin.update(torch.Generator().manual_seed(seed))
+        out[shuffle] = (stats["policy/kl"], moved_kl(twin))
+    return out
