@@ -34,7 +34,9 @@ alone). Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged 
 the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
-env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``).
+env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``);
+``--no-judge`` leaves them unjudged, for runs that look at the start of the curve only (the goal's
+lines leave out a seed where both trainers ran fewer iterations than the goal asks).
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
 overrides it started with. ``--timeout-bootstrap state_value`` trains ``Runner`` with rsl_rl's
@@ -287,7 +289,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
                              earlier.get("device", here), here)
     trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, **{k: getattr(cfg.ppo, k) for k in RUNNER_SETTINGS},
                "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
-    if runner.iteration >= args.iterations:
+    if runner.iteration >= args.iterations and not args.no_judge:
         trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
     log(f"ppo_bootstrap: {runner.iteration} of {args.iterations} iterations")
     return trainer
@@ -413,7 +415,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next run continues it")
     trainer = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
                "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
-    if rsl_rows and rsl_rows[-1]["it"] >= args.rsl_iterations:
+    if rsl_rows and rsl_rows[-1]["it"] >= args.rsl_iterations and not args.no_judge:
         # the same evaluator on the same env: the rsl-rl-lib file converted by Runner.load, saved as a Runner file
         converted = rsl_dir / f"runner_model_{args.rsl_iterations}.pt"
         judge_runner = Runner(env, runner_config(out / "flat_rsl_rl_converted"))
@@ -555,6 +557,8 @@ def main() -> None:
                              "once, kept out of the goal)")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
+    parser.add_argument("--no-judge", action="store_true",
+                        help="flat: leave the final policies unjudged (runs that look at the start of the curve)")
     parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")
     parser.add_argument("--until", type=int, default=None, help="table: that table up to this iteration (default: all)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",

@@ -11,9 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from isaac_adapter.app.bench.isaaclab_flat import (RSL_RL, RUNNER, env_terms, format_seeds, goal_lines, last_mean,
+from isaac_adapter.app.bench import isaaclab_flat
+from isaac_adapter.app.bench.isaaclab_flat import (GOAL_ITERATIONS, RSL_RL, RUNNER, env_terms, last_mean,
                                                    median_after_first, row_terms, rows_with_devices, seed_rows,
                                                    term_lines)
+
+
+def goal_lines(rows: list) -> list[str]:
+    """The goal's lines over these tests' records of a few iterations (the goal asks 1,000)."""
+    return isaaclab_flat.goal_lines(rows, min_iterations=1)
+
+
+def format_seeds(records: list[dict]) -> str:
+    return isaaclab_flat.format_seeds(records, min_iterations=1)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,7 +112,9 @@ def test_the_table_command_prints_the_seeds_and_names_a_missing_folder(tmp_path)
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "| 0 | rsl-rl-lib | 4 | 1.200 | 5.00 | yes | PASS |" in done.stdout
-    assert "Runner 0.800 against rsl-rl-lib 1.100: met" in done.stdout
+    # 4 iterations each, fewer than the goal's 1,000: in the table, out of the goal's lines
+    assert done.stdout.strip().splitlines()[-2:] == ["no seed has both trainers at the same iterations: no verdict",
+                                                     "left out, fewer than 1,000 iterations: seeds 0, 1"]
     missing = subprocess.run(script + [str(tmp_path / "nothere")], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1].endswith(
         f"table: no such folder: {tmp_path / 'nothere'}")
@@ -217,3 +229,20 @@ def test_the_per_block_table_takes_a_block_and_a_last_iteration(tmp_path) -> Non
     refused = subprocess.run(script + ["--block", "0"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].endswith("--block 0: a row of the per-block table holds at least 1 iteration")
+
+
+def test_seeds_with_fewer_iterations_than_the_goal_asks_are_left_out_of_its_lines() -> None:
+    assert GOAL_ITERATIONS == 1000  # the issue's least number of iterations for both trainers
+    # SEED0 and SEED1 ran 4 iterations each: with the goal's threshold at 4, both count; at 5, neither
+    assert isaaclab_flat.goal_lines(seed_rows([SEED0, SEED1]), min_iterations=4) == goal_lines(seed_rows([SEED0, SEED1]))
+    assert isaaclab_flat.goal_lines(seed_rows([SEED0, SEED1]), min_iterations=5) == [
+        "no seed has both trainers at the same iterations: no verdict",
+        "left out, fewer than 5 iterations: seeds 0, 1"]
+    longer = json.loads(json.dumps(SEED1))
+    for trainer in (RUNNER, RSL_RL):  # seed 1 with 6 iterations: it alone decides
+        longer["trainers"][trainer]["rows"] += rows([1.0, 1.0], [0, 0])
+        for i, row in enumerate(longer["trainers"][trainer]["rows"]):
+            row["it"] = i + 1
+    lines = isaaclab_flat.goal_lines(seed_rows([SEED0, longer]), min_iterations=5)
+    assert lines[0].startswith("wall clock (mean s/it over seed 1)") and lines[-1] == "left out, fewer than 5 iterations: seed 0"
+    assert "| 0 | Runner | 4 |" in isaaclab_flat.format_seeds([SEED0, longer], min_iterations=5)  # still in the table

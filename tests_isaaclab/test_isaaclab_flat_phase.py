@@ -58,3 +58,17 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_p
     again = subprocess.run(script, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2
     assert again.stderr.strip().splitlines()[-1].endswith("trained Runner with state_value; give the same, or another --out")
+
+
+def test_no_judge_leaves_the_final_policies_unjudged_and_the_short_seed_out_of_the_goal(tmp_path):
+    script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--device", "cpu",
+              "--num-envs", str(GateConfig().num_envs), "--iterations", "2", "--no-judge", "--out", str(tmp_path)]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((tmp_path / "flat.json").read_text())
+    for trainer in (record["trainers"][RUNNER], record["trainers"][RSL_RL]):
+        assert [r["it"] for r in trainer["rows"]] == [1, 2] and "judged" not in trainer
+    assert not list((tmp_path / "flat_rsl_rl").glob("runner_model_*.pt"))  # nothing converted to be judged
+    table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert table.stdout.strip().splitlines()[-1] == "left out, fewer than 1,000 iterations: seed 0"

@@ -10,7 +10,8 @@ wall clock is compared only where both trainers ran every iteration on one GPU m
 the GPU it ran on). A ``Runner`` run with another setting of :data:`RUNNER_SETTINGS` than the
 default (rsl_rl's time-out bootstrap, its one shuffle per update) is a probe: it shows in the seeds'
 table and stays out of the goal's lines. A record trained with ``--env-overrides`` (a reward
-change, the same for both trainers) is decided on its own, apart from the task as registered.
+change, the same for both trainers) is decided on its own, apart from the task as registered, and a
+seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ SETTING_LABELS = {"timeout_bootstrap": "{} bootstrap", "shuffle": "shuffled {}"}
 # the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
 # on every this many iterations' rows (on all of them a record would be several times larger)
 TERM_PREFIXES = ("Episode_Reward/", "Episode_Termination/", "Metrics/")
+# the goal compares the trainers after this many iterations each, or more; shorter runs (the start of
+# the curve, say) show in the seeds' table and stay out of the goal's lines
+GOAL_ITERATIONS = 1000
 TERMS_EVERY = 10
 
 
@@ -134,7 +138,7 @@ def seed_list(seeds: Iterable[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
-def goal_lines(rows: list[TrainerSeed]) -> list[str]:
+def goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -> list[str]:
     """The goal's lines (:func:`env_goal_lines`) for the task as registered, then for each set of env
     changes the records were trained with, those prefixed ``with <changes>:``. Probes
     (:attr:`TrainerSeed.probe`) are left out."""
@@ -143,22 +147,27 @@ def goal_lines(rows: list[TrainerSeed]) -> list[str]:
     lines = []
     for overrides in envs:
         prefix = f"with {' '.join(overrides)}: " if overrides else ""
-        lines += [prefix + line for line in env_goal_lines([r for r in compared if r.env_overrides == overrides])]
+        lines += [prefix + line for line in env_goal_lines([r for r in compared if r.env_overrides == overrides],
+                                                           min_iterations)]
     return lines
 
 
-def env_goal_lines(rows: list[TrainerSeed]) -> list[str]:
+def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -> list[str]:
     """The goal's three lines over the seeds of ``rows`` (one env, no probes) where both trainers ran
-    the same iterations, each ending in ``met`` or ``not met`` (the walking line: ``neither walks``
-    when neither does, ``no verdict`` when a final policy was not judged; the wall clock over the
-    seeds where both ran on one GPU model); one line saying so when no seed has both."""
+    the same iterations, at least ``min_iterations``, each ending in ``met`` or ``not met`` (the
+    walking line: ``neither walks`` when neither does, ``no verdict`` when a final policy was not
+    judged; the wall clock over the seeds where both ran on one GPU model); one line saying so when
+    no seed has both; a last line naming the seeds left out for fewer iterations."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
     for row in rows:
         by_seed.setdefault(row.seed, {})[row.trainer] = row
-    pairs = {s: (t[RUNNER], t[RSL_RL]) for s, t in sorted(by_seed.items())
+    alike = {s: (t[RUNNER], t[RSL_RL]) for s, t in sorted(by_seed.items())
              if RUNNER in t and RSL_RL in t and t[RUNNER].iterations == t[RSL_RL].iterations}
+    pairs = {s: p for s, p in alike.items() if p[0].iterations >= min_iterations}
+    short = [s for s in alike if s not in pairs]
+    left = [f"left out, fewer than {min_iterations:,} iterations: {seed_list(short)}"] if short else []
     if not pairs:
-        return ["no seed has both trainers at the same iterations: no verdict"]
+        return ["no seed has both trainers at the same iterations: no verdict"] + left
     seeds = seed_list(pairs)
     ours_rows, their_rows = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
     one_gpu = {s: p for s, p in pairs.items() if len({*p[0].devices, *p[1].devices}) == 1}
@@ -184,10 +193,10 @@ def env_goal_lines(rows: list[TrainerSeed]) -> list[str]:
         verdict = "neither walks" if not rsl_walks and not runner_walks else ("met" if not missed else "not met")
         lines.append(f"walks wherever rsl-rl-lib walks ({FORWARD} accepted): rsl-rl-lib at seeds {named(rsl_walks)}, "
                      f"Runner at {named(runner_walks)}: {verdict}")
-    return lines
+    return lines + left
 
 
-def format_seeds(records: list[dict[str, Any]]) -> str:
+def format_seeds(records: list[dict[str, Any]], min_iterations: int = GOAL_ITERATIONS) -> str:
     """The seeds' table and the goal's lines, as ``benchmarks/isaaclab_g1.py table`` prints them."""
     yes_no = lambda v: "-" if v is None else ("yes" if v else "no")  # noqa: E731
     rows = seed_rows(records)
@@ -196,7 +205,7 @@ def format_seeds(records: list[dict[str, Any]]) -> str:
            "| seed | trainer | iterations | s/it | return | walks | walking gate | GPU |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {r.seed} | {r.name} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | {yes_no(r.walks)} | "
             f"{'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} | {' + '.join(r.devices)} |" for r in rows]
-    return "\n".join(out + goal_lines(rows))
+    return "\n".join(out + goal_lines(rows, min_iterations))
 
 
 def term_lines(record: dict[str, Any]) -> list[str]:
