@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -65,7 +65,7 @@ TimeoutBootstrap = Literal["exact", "state_value", "none"]
 """How a truncated step is valued: ``exact`` ``r + gamma * V(s_final)`` (this library), ``state_value``
 ``r + gamma * V(s_t)`` (rsl_rl's approximation), ``none`` ``r`` (the timeout treated as a fall). The
 last two exist for comparisons."""
-TIMEOUT_BOOTSTRAP_MODES: tuple[str, ...] = ("exact", "state_value", "none")
+TIMEOUT_BOOTSTRAP_MODES: tuple[str, ...] = get_args(TimeoutBootstrap)
 
 
 def done_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:

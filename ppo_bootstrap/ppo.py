@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from tensordict import TensorDict
@@ -18,7 +18,7 @@ from ppo_bootstrap.symmetry import Symmetry
 
 
 Shuffle = Literal["every_epoch", "once"]
-SHUFFLES: tuple[str, ...] = ("every_epoch", "once")
+SHUFFLES: tuple[str, ...] = get_args(Shuffle)
 """The values of :attr:`PPOConfig.shuffle`."""
 
 
