@@ -24,8 +24,9 @@ same env, GPU and seed train twice, with the task's registered rsl_rl recipe
 rsl-rl-lib's ``OnPolicyRunner`` (``--rsl-iterations``). Before each, every env's episode clock is set
 to the same random value (rsl_rl's ``init_at_random_ep_len``). Per iteration both log the same
 quantities, measured the same way: wall, collection and update seconds, the mean return and length
-of the episodes that ended in it, how many ended, of them by the time limit, the GPU model it ran
-on, and (every 10th) the env's per-term episode logs (``Episode_Reward/<term>``, ...). Each trainer
+of the episodes that ended in it, how many ended, of them by the time limit, the learning rate its
+update left and the mean action noise std, the GPU model it ran on, and (every 10th) the env's
+per-term episode logs (``Episode_Reward/<term>``, ...). Each trainer
 continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_bootstrap``,
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
 command, its rows kept; a trainer given 0 iterations does not run in that call, and what an earlier
@@ -67,9 +68,10 @@ from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 from ppo_bootstrap.ppo import SHUFFLES
 
 from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS, format_seeds,
-                                                  judged_rows, last_mean, median_after_first, row_terms,
-                                                  rows_with_devices, term_lines)
+from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS,
+                                                  block_learner_cells, format_seeds, judged_rows, last_mean,
+                                                  learner_state, median_after_first, row_terms, rows_with_devices,
+                                                  term_lines)
 
 T0 = time.perf_counter()
 
@@ -282,7 +284,10 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
              "collect_s": r["perf/collection_s"], "learn_s": r["perf/learning_s"],
              "return": r.get("episodes/mean_return", float("nan")), "length": r.get("episodes/mean_length", float("nan")),
              "ended": int(r["episodes/ended"]), "timeouts": int(r["episodes/truncated_only"]),
-             "timeout_bootstrap": r["timeout_bootstrap/mean"], **row_terms(int(r["iteration"]), r, ENV_LOG_PREFIX)}
+             "timeout_bootstrap": r["timeout_bootstrap/mean"],
+             **(learner_state(r["policy/learning_rate"], r["policy/mean_action_std"])
+                if "policy/learning_rate" in r and "policy/mean_action_std" in r else {}),
+             **row_terms(int(r["iteration"]), r, ENV_LOG_PREFIX)}
             for r in read_metrics(run_dir)]
     here = device_name(args.device)
     rows = rows_with_devices(rows, resumed_at, earlier.get("trainers", {}).get(RUNNER, {}).get("rows", []),
@@ -383,7 +388,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     clock = {"t": time.perf_counter()}
     stop_at = args.deadline_s - args.eval_reserve_s
 
-    def hook(it: int, collect_time: float, learn_time: float, **_: Any) -> None:
+    def hook(it: int, collect_time: float, learn_time: float, **logged: Any) -> None:
         sync()
         now = time.perf_counter()
         ret, length, ended, timeouts = meter.take()
@@ -391,7 +396,10 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         env_logs["sums"] = LogSums()
         rsl_rows.append({"it": it + 1, "wall_s": now - clock["t"], "collect_s": collect_time, "learn_s": learn_time,
                          "return": ret, "length": length, "ended": ended, "timeouts": timeouts,
-                         "device": result["device"], **row_terms(it + 1, means)})
+                         "device": result["device"],
+                         **(learner_state(logged["learning_rate"], float(logged["action_std"].mean()))
+                            if "learning_rate" in logged and "action_std" in logged else {}),
+                         **row_terms(it + 1, means)})
         clock["t"] = now
         with rows_file.open("a") as f:
             f.write(json.dumps(rsl_rows[-1]) + "\n")
@@ -493,10 +501,12 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
                           f"{'PASS' if gate['passed'] else 'FAIL'} (" + "; ".join(
                               f"{ln['name']} {ln['value']:.3g} {ln['op']} {ln['threshold']:g}"
                               + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
-        print(f"\nper {block} iterations: median s/it, env-steps/s, return and length (mean of the block's last 10), "
-              "episodes ended and, of them, by the time limit (the block's sums; '-': not recorded), the GPU")
-        print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit | GPU |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print(f"\nper {block} iterations: median s/it, env-steps/s, return, length and action std (mean of the block's "
+              "last 10), episodes ended and, of them, by the time limit (the block's sums), the learning rate (the "
+              "block's geometric mean), the GPU; '-': not recorded")
+        print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit | "
+              "learning rate | action std | GPU |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows = [r for r in tr["rows"] if until is None or r["it"] <= until]
             for lo in range(0, len(rows), block):
@@ -504,9 +514,10 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
                 wall = statistics.median(r["wall_s"] for r in part)
                 timeouts = f"{sum(r['timeouts'] for r in part):,}" if all("timeouts" in r for r in part) else "-"
                 gpus = " + ".join(dict.fromkeys(r.get("device", res["device"]) for r in part))
+                rate, std = block_learner_cells(part)
                 print(f"| {name} | {part[0]['it']}-{part[-1]['it']} | {wall:.3f} | {tr['steps_per_env'] * n / wall:,.0f} | "
                       f"{last_mean(part, 'return'):.2f} | {last_mean(part, 'length'):.0f} | "
-                      f"{sum(r['ended'] for r in part):,} | {timeouts} | {gpus} |")
+                      f"{sum(r['ended'] for r in part):,} | {timeouts} | {rate} | {std} | {gpus} |")
         if terms := term_lines(res):
             print("\n" + "\n".join(terms))
     direct = out / "direct.json"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from isaac_adapter.app.bench import isaaclab_flat
-from isaac_adapter.app.bench.isaaclab_flat import (GOAL_ITERATIONS, RSL_RL, RUNNER, env_terms, last_mean,
-                                                   median_after_first, row_terms, rows_with_devices, seed_rows,
-                                                   term_lines)
+from isaac_adapter.app.bench.isaaclab_flat import (GOAL_ITERATIONS, RSL_RL, RUNNER, block_learner_cells, env_terms,
+                                                   last_mean, learner_state, median_after_first, row_terms,
+                                                   rows_with_devices, seed_rows, term_lines)
 
 
 def goal_lines(rows: list) -> list[str]:
@@ -223,8 +223,9 @@ def test_the_per_block_table_takes_a_block_and_a_last_iteration(tmp_path) -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     # Runner's rows 1-4: walls 9.0, 1.0 | 0.8 (row 4 past --until); returns 1, 2 | 3; each row 10 ended, 9 by
     # time; env-steps/s 24 steps x 4096 envs / the median s/it: 98,304 / 5.0 and / 0.8
-    assert "| ppo_bootstrap | 1-2 | 5.000 | 19,661 | 1.50 | 900 | 20 | 18 | test |" in done.stdout
-    assert "| ppo_bootstrap | 3-3 | 0.800 | 122,880 | 3.00 | 900 | 10 | 9 | test |" in done.stdout
+    # these rows keep no learning rate or action std (as older records): "-"
+    assert "| ppo_bootstrap | 1-2 | 5.000 | 19,661 | 1.50 | 900 | 20 | 18 | - | - | test |" in done.stdout
+    assert "| ppo_bootstrap | 3-3 | 0.800 | 122,880 | 3.00 | 900 | 10 | 9 | - | - | test |" in done.stdout
     assert "| ppo_bootstrap | 3-4 |" not in done.stdout and "per 2 iterations" in done.stdout
     refused = subprocess.run(script + ["--block", "0"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2
@@ -246,3 +247,12 @@ def test_seeds_with_fewer_iterations_than_the_goal_asks_are_left_out_of_its_line
     lines = isaaclab_flat.goal_lines(seed_rows([SEED0, longer]), min_iterations=5)
     assert lines[0].startswith("wall clock (mean s/it over seed 1)") and lines[-1] == "left out, fewer than 5 iterations: seed 0"
     assert "| 0 | Runner | 4 |" in isaaclab_flat.format_seeds([SEED0, longer], min_iterations=5)  # still in the table
+
+
+def test_a_blocks_learning_rate_is_its_geometric_mean_and_its_action_std_the_last_rows_mean() -> None:
+    assert learner_state(0.000123456, 0.876543) == {"lr": 0.0001235, "action_std": 0.8765}
+    # learning rates 1e-3, 4e-3, 2e-3: geometric mean (8e-9)^(1/3) = 2e-3; stds 0.9, 0.6, 0.3: mean 0.6
+    block = [{"it": i + 1, **learner_state(lr, std)} for i, (lr, std) in enumerate([(1e-3, 0.9), (4e-3, 0.6), (2e-3, 0.3)])]
+    assert block_learner_cells(block) == ("2.00e-03", "0.600")
+    assert block_learner_cells([{"it": 1}, *block]) == ("2.00e-03", "0.600")  # a row without them is left out
+    assert block_learner_cells([{"it": 1}]) == ("-", "-")

@@ -40,6 +40,8 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_p
     assert runner["shuffle"] == "once" and "shuffle" not in rsl
     for trainer in (runner, rsl):
         assert [r["it"] for r in trainer["rows"]] == list(range(1, iterations + 1))
+        # each row keeps the learning rate its update left and the mean action std, within the schedule's bounds
+        assert all(1e-5 <= r["lr"] <= 1e-2 and 0 < r["action_std"] < 5 for r in trainer["rows"])
         assert {r["device"] for r in trainer["rows"]} == {"cpu"}
         kept = [r for r in trainer["rows"] if "terms" in r]
         assert [r["it"] for r in kept] == [iterations]

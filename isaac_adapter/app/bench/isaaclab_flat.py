@@ -51,6 +51,22 @@ def row_terms(it: int, means: Mapping[str, float], prefix: str = "") -> dict[str
     return {"terms": env_terms(means, prefix)} if it % TERMS_EVERY == 0 else {}
 
 
+def learner_state(learning_rate: float, action_std: float) -> dict[str, float]:
+    """A row's learning rate (the one the update left) and mean action noise std, to 4 significant
+    digits: the two quantities through which a trainer's update schedule shows."""
+    return {"lr": float(f"{learning_rate:.4g}"), "action_std": float(f"{action_std:.4g}")}
+
+
+def block_learner_cells(rows: list[dict]) -> tuple[str, str]:
+    """A block's learning rate (the geometric mean over its rows: the schedule steps it by factors)
+    and action std (the mean of its last ``RETURN_WINDOW`` rows), as table cells; ``-`` for rows that
+    kept neither (older records)."""
+    kept = [r for r in rows if "lr" in r]
+    if not kept:
+        return "-", "-"
+    return f"{statistics.geometric_mean(r['lr'] for r in kept):.2e}", f"{last_mean(kept, 'action_std'):.3f}"
+
+
 def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Iterable[dict], earlier_device: str,
                       device: str) -> list[dict]:
     """``rows``, each naming the GPU it ran on: an iteration past ``resumed_at`` ran in this run
