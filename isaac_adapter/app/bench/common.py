@@ -35,6 +35,7 @@ __all__ = [
     "compute_gae_reference",
     "format_table",
     "last_mean",
+    "learning_rate_cell",
     "machine_line",
     "median_after_first",
     "resolve_device",
@@ -159,3 +160,10 @@ def last_mean(rows: list[dict], key: str, k: int = RETURN_WINDOW) -> float:
     """Mean of ``key`` over the last ``k`` rows that have it; nan if none."""
     values = [r[key] for r in rows[-k:] if r.get(key) is not None and not math.isnan(r[key])]
     return sum(values) / len(values) if values else float("nan")
+
+
+def learning_rate_cell(rows: list[dict]) -> str:
+    """The geometric mean of ``lr`` over the rows that kept it (the adaptive schedule steps it by
+    factors), as a table cell; ``-`` if none did (older records)."""
+    rates = [r["lr"] for r in rows if "lr" in r]
+    return f"{statistics.geometric_mean(rates):.2e}" if rates else "-"

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping
 
 from ppo_bootstrap.ppo import PPOConfig
 
-from isaac_adapter.app.bench.common import RETURN_WINDOW, RSL_RL, RUNNER, last_mean, median_after_first
+from isaac_adapter.app.bench.common import (RETURN_WINDOW, RSL_RL, RUNNER, last_mean, learning_rate_cell,
+                                            median_after_first)
 
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
@@ -61,10 +62,8 @@ def block_learner_cells(rows: list[dict]) -> tuple[str, str]:
     """A block's learning rate (the geometric mean over its rows: the schedule steps it by factors)
     and action std (the mean of its last ``RETURN_WINDOW`` rows), as table cells; ``-`` for rows that
     kept neither (older records)."""
-    kept = [r for r in rows if "lr" in r]
-    if not kept:
-        return "-", "-"
-    return f"{statistics.geometric_mean(r['lr'] for r in kept):.2e}", f"{last_mean(kept, 'action_std'):.3f}"
+    kept = [r for r in rows if "action_std" in r]
+    return learning_rate_cell(rows), f"{last_mean(kept, 'action_std'):.3f}" if kept else "-"
 
 
 def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Iterable[dict], earlier_device: str,

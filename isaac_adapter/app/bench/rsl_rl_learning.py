@@ -18,7 +18,7 @@ import torch
 from ppo_bootstrap.env import POLICY, critic_obs
 from ppo_bootstrap.ppo import PPO, SHUFFLES, _gaussian_kl
 
-from isaac_adapter.app.bench.common import RSL_RL, last_mean
+from isaac_adapter.app.bench.common import RSL_RL, last_mean, learning_rate_cell
 
 
 def agent_config(seed: int, steps: int, iterations: int) -> dict[str, Any]:
@@ -65,8 +65,7 @@ def learning_table(records: list[dict[str, Any]], window: int) -> str:
         ended = sum(x["ended"] for r in recs for x in r["rows"])
         timeouts = sum(x["timeouts"] for r in recs for x in r["rows"])
         wall = statistics.median(x["wall_s"] for r in recs for x in r["rows"][1:])
-        rates = [x["lr"] for r in recs for x in r["rows"] if "lr" in x]
-        rate = f"{statistics.geometric_mean(rates):.2e}" if rates else "-"  # the schedule steps it by factors
+        rate = learning_rate_cell([x for r in recs for x in r["rows"]])
         out.append(f"| {name} | {', '.join(str(r['seed']) for r in recs)} | {', '.join(f'{e:.0f}' for e in ends)} | "
                    f"{mean:.0f} | {std:.0f} | {ended:,} | {timeouts:,} | {rate} | {wall:.3f} |")
     names = list(spread)
@@ -94,8 +93,7 @@ def read_and_moved(learner: PPO, seed: int) -> dict[str, tuple[float, float]]:
     out = {}
     for shuffle in SHUFFLES:
         twin = copy.deepcopy(learner)
-        vars(twin).pop("update", None)  # the class's update, not a measuring wrapper a caller put on the learner
         twin.cfg = dataclasses.replace(twin.cfg, schedule="fixed", shuffle=shuffle)
-        stats = twin.update(torch.Generator().manual_seed(seed))
+        stats = PPO.update(twin, torch.Generator().manual_seed(seed))  # the class's, whatever wraps the learner's
         out[shuffle] = (stats["policy/kl"], moved_kl(twin))
     return out
