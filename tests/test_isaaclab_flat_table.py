@@ -178,6 +178,8 @@ def test_a_shuffle_probe_is_named_by_it_and_left_out_of_the_goal() -> None:
     probe["trainers"][RUNNER]["shuffle"] = "once"
     del probe["trainers"][RSL_RL]
     assert "| 0 | Runner, shuffled once | 4 | 1.000 | 2.50 | no | FAIL | test |" in format_seeds([probe])
+    (row,) = seed_rows([probe])
+    assert (row.settings, row.timeout_bootstrap, isaaclab_flat.EXACT) == ((("shuffle", "once"),), "exact", "exact")
     assert goal_lines(seed_rows([SEED0, probe])) == goal_lines(seed_rows([SEED0]))
     default = json.loads(json.dumps(SEED0))
     default["trainers"][RUNNER].update(shuffle="every_epoch", timeout_bootstrap="exact")  # the defaults, named

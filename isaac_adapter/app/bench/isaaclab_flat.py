@@ -29,7 +29,8 @@ NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
 # the Runner settings a record keeps, with their defaults; any other value makes the run a probe
-RUNNER_SETTINGS = {"timeout_bootstrap": PPOConfig.timeout_bootstrap, "shuffle": PPOConfig.shuffle}
+EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default (the name earlier code imports)
+RUNNER_SETTINGS = {"timeout_bootstrap": EXACT, "shuffle": PPOConfig.shuffle}
 SETTING_LABELS = {"timeout_bootstrap": "{} bootstrap", "shuffle": "shuffled {}"}
 # the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
 # on every this many iterations' rows (on all of them a record would be several times larger)
@@ -107,6 +108,11 @@ class TrainerSeed:
     devices: tuple[str, ...] = ()
     settings: tuple[tuple[str, str], ...] = ()
     env_overrides: tuple[str, ...] = ()
+
+    @property
+    def timeout_bootstrap(self) -> str | None:
+        """Runner's time-out bootstrap (None for rsl-rl-lib), as this row's older field gave it."""
+        return dict(self.settings).get("timeout_bootstrap", EXACT) if self.trainer == RUNNER else None
 
     @property
     def probe(self) -> bool:
