@@ -40,10 +40,11 @@ env's envs (its command battery and smoothness command, 4 starts each, ``--gate-
 lines leave out a seed where both trainers ran fewer iterations than the goal asks).
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
-overrides it started with. ``--timeout-bootstrap state_value`` trains ``Runner`` with rsl_rl's
-time-out value and ``--shuffle once`` with rsl-rl-lib's one order of the samples for all epochs:
-probes of what each difference does, shown beside the seeds and kept out of the goal's lines; a
-folder goes on only with the settings its ``Runner`` started with.
+overrides it started with. ``Runner`` trains with what ``RunnerConfig.from_rsl_rl`` gives, which
+keeps rsl-rl-lib's one order of the samples for all epochs of an update; ``--timeout-bootstrap
+state_value`` trains it with rsl_rl's time-out value and ``--shuffle every_epoch`` with a new order
+each epoch: probes of what each setting does, shown beside the seeds, with their goal lines after
+the goal's; a folder goes on only with the settings its ``Runner`` started with.
 
 Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
 """
@@ -71,7 +72,7 @@ from isaac_adapter.app.bench.common import EpisodeMeter
 from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS,
                                                   block_learner_cells, format_seeds, judged_rows, last_mean,
                                                   learner_state, median_after_first, row_terms, rows_with_devices,
-                                                  term_lines)
+                                                  term_lines, trained_setting)
 
 T0 = time.perf_counter()
 
@@ -562,10 +563,10 @@ def main() -> None:
     parser.add_argument("--judge", nargs="*", default=[], help="direct: checkpoints to judge on Isaac Lab before training")
     parser.add_argument("--judge-only", action="store_true", help="direct: judge the --judge checkpoints, do not train")
     parser.add_argument("--timeout-bootstrap", choices=TIMEOUT_BOOTSTRAP_MODES, default=RUNNER_SETTINGS["timeout_bootstrap"],
-                        help="Runner's value of a time-out (flat: a probe, e.g. rsl_rl's state_value, kept out of the goal)")
+                        help="Runner's value of a time-out (flat: another is a probe, e.g. rsl_rl's state_value)")
     parser.add_argument("--shuffle", choices=SHUFFLES, default=RUNNER_SETTINGS["shuffle"],
-                        help="Runner's order of the samples over an update's epochs (flat: a probe, e.g. rsl-rl-lib's "
-                             "once, kept out of the goal)")
+                        help="Runner's order of the samples over an update's epochs (flat: another is a probe, e.g. "
+                             "every_epoch, a new order each epoch)")
     parser.add_argument("--task", default="Isaac-Velocity-Flat-G1", help="flat: the Isaac Lab task id")
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
     parser.add_argument("--no-judge", action="store_true",
@@ -611,8 +612,8 @@ def main() -> None:
             parser.error(f"--env-overrides {' '.join(args.env_overrides) or '(none)'}: {earlier} was trained with "
                          f"{' '.join(recorded) or 'none'}; give the same, or another --out")
         ours = record.get("trainers", {}).get(RUNNER)
-        for key, default in RUNNER_SETTINGS.items():  # a setting an older record does not name was its default
-            trained = ours.get(key, default) if ours else getattr(args, key)
+        for key in RUNNER_SETTINGS:
+            trained = trained_setting(ours, key) if ours else getattr(args, key)
             if args.iterations > 0 and trained != getattr(args, key):
                 parser.error(f"--{key.replace('_', '-')} {getattr(args, key)}: {earlier} trained Runner with {trained}; "
                              "give the same, or another --out")

@@ -8,8 +8,9 @@ reports ``dones = terminated | truncated`` and ``extras["time_outs"] = truncated
 wrapper does. One meter on the env counts, for both, the return and length of each episode that ends
 and how it ended. So what differs is the trainer alone: its random streams, its mini-batch order,
 and how it values a time-out (``Runner``'s ``V(s_final)``; ``--runner-bootstrap state_value`` gives
-it rsl_rl's ``V(s_t)``, and ``--runner-shuffle once`` rsl-rl-lib's one order of the samples for all
-epochs of an update, to tell each part apart). Each row keeps the learning rate the adaptive
+it rsl_rl's ``V(s_t)``, to tell that part apart). ``Runner`` keeps rsl-rl-lib's one order of the
+samples for all epochs of an update, as ``from_rsl_rl`` gives it; ``--runner-shuffle every_epoch``
+draws a new one each epoch, as the records named without "shuffled once" did. Each row keeps the learning rate the adaptive
 schedule left after the iteration's update, as each trainer holds it.
 
 This answers on the CPU in minutes what Isaac Lab's flat G1 asks of a GPU for an hour: at one seed
@@ -38,6 +39,7 @@ from typing import Any
 import _common  # noqa: F401  (puts the repository root on sys.path)
 import torch
 from ppo_bootstrap.ppo import SHUFFLES, PPOConfig
+from ppo_bootstrap.rsl_rl import RSL_RL_SHUFFLE
 
 from isaac_adapter.app.bench.common import RETURN_WINDOW, RSL_RL, RUNNER, EpisodeMeter, last_mean
 from isaac_adapter.app.bench.rsl_rl_learning import agent_config, learning_table
@@ -133,6 +135,7 @@ def run_one(args: argparse.Namespace, trainer: str, seed: int) -> dict[str, Any]
             if runner.interrupted:  # SIGINT / SIGTERM: the Runner ended its iteration cleanly; so does the run
                 raise SystemExit(f"{trainer} seed {seed}: stopped by a signal at iteration {runner.iteration}")
             row(it, runner.last_stats["policy/learning_rate"])
+        # named against PPOConfig's own order, as every record is (from_rsl_rl took that one before)
         name = f"{RUNNER}/{args.runner_bootstrap}" + ("" if args.runner_shuffle == PPOConfig.shuffle
                                                             else f", shuffled {args.runner_shuffle}")
     else:
@@ -167,8 +170,9 @@ def main() -> None:
     p.add_argument("--trainers", nargs="+", choices=TRAINERS, default=list(TRAINERS))
     p.add_argument("--runner-bootstrap", choices=("exact", "state_value"), default="exact",
                    help="Runner's value of a time-out (state_value: rsl_rl's, to tell its part in a gap apart)")
-    p.add_argument("--runner-shuffle", choices=SHUFFLES, default=PPOConfig.shuffle,
-                   help="Runner's order of the samples over an update's epochs (once: rsl-rl-lib's, to tell its part apart)")
+    p.add_argument("--runner-shuffle", choices=SHUFFLES, default=RSL_RL_SHUFFLE,
+                   help="Runner's order of the samples over an update's epochs (default: rsl-rl-lib's, as from_rsl_rl "
+                        "gives it; every_epoch: a new order each epoch)")
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=32, help="env steps per iteration")
     p.add_argument("--iterations", type=int, default=300)

@@ -71,9 +71,10 @@ in rsl-rl-lib). ``symmetry_cfg``: ``use_data_augmentation`` -> ``symmetry_augmen
 ``symmetry`` (a :class:`~ppo_bootstrap.symmetry.Symmetry`), so ``data_augmentation_func`` is not called
 (a warning says so). ``class_name`` ``"PPO"`` only; ``optimizer`` ``"adam"`` only;
 ``use_mixed_precision``, ``share_cnn_encoders`` ``False`` only; ``rnd_cfg`` ``None`` only;
-``grad_reduce_bucket_mb`` is bookkeeping. ``PPOConfig.timeout_bootstrap`` stays ``"exact"`` (rsl-rl-lib
-bootstraps a timeout with ``V(s_t)``: ``"state_value"``) and ``PPOConfig.shuffle`` ``"every_epoch"``
-(rsl-rl-lib keeps one order of the samples for all epochs of an update: ``"once"``).
+``grad_reduce_bucket_mb`` is bookkeeping. ``PPOConfig.shuffle`` is rsl-rl-lib's ``"once"`` (one order
+of the samples for all epochs of an update; :data:`RSL_RL_SHUFFLE`) where a config of this library's
+own draws a new order each epoch. ``PPOConfig.timeout_bootstrap`` stays ``"exact"`` (rsl-rl-lib
+bootstraps a timeout with ``V(s_t)``: ``"state_value"``): the one difference a translated config keeps.
 
 Checkpoints (:func:`policy_state`, :func:`optimizer_state`): 4.x/5.x files hold ``actor_state_dict``
 and ``critic_state_dict`` (``MLPModel``/``RNNModel``: ``obs_normalizer.*``, ``mlp.<i>.*``,
@@ -100,7 +101,7 @@ import torch
 from ppo_bootstrap.checkpoint import CheckpointError, is_rsl_rl
 from ppo_bootstrap.env import CRITIC, POLICY
 from ppo_bootstrap.modules.actor_critic import ActorCritic, PolicyConfig
-from ppo_bootstrap.ppo import PPOConfig
+from ppo_bootstrap.ppo import PPOConfig, Shuffle
 
 RSL_RL_PPO_DEFAULTS: dict[str, Any] = {
     "class_name": "PPO", "num_learning_epochs": 5, "num_mini_batches": 4, "clip_param": 0.2, "gamma": 0.99,
@@ -115,6 +116,9 @@ RSL_RL_MODEL_DEFAULTS: dict[str, Any] = {
     "distribution_cfg": None,
 }
 """rsl-rl-lib 5.x's ``MLPModel`` defaults."""
+RSL_RL_SHUFFLE: Shuffle = "once"
+"""rsl-rl-lib's order of the samples over an update's epochs: one permutation per update, kept for
+every epoch (its ``RolloutStorage.mini_batch_generator``); a translated config keeps it."""
 RSL_RL_STD_RANGE = (1e-6, 1e6)
 """rsl-rl-lib's default clamp of the std, the one this library applies (its floor)."""
 
@@ -436,6 +440,7 @@ def _ppo_config(fields: Mapping[str, Any], policy: PolicyConfig, per_network: bo
         kwargs["desired_kl"] = float(desired_kl)
     kwargs["schedule"] = schedule
     kwargs["clip_grad_per_network"] = per_network
+    kwargs["shuffle"] = RSL_RL_SHUFFLE
     kwargs.update(_symmetry(fields.get("symmetry_cfg")))
     if kwargs["symmetry_augmentation"] or kwargs["symmetry_loss_coef"]:
         if policy.recurrent is not None:

@@ -43,8 +43,10 @@ def judged(walks: bool, gate: bool) -> list[dict]:
 
 
 def record(seed: int, runner: dict, rsl: dict) -> dict:
+    """A record as the flat phase writes it: Runner's settings named, from_rsl_rl's unless ``runner`` says."""
     return {"task": "Isaac-Velocity-Flat-G1", "num_envs": 4096, "build_s": 20.0, "device": "test", "seed": seed,
-            "trainers": {RUNNER: {**runner, "steps_per_env": 24, "network": "(8,)"},
+            "trainers": {RUNNER: {"timeout_bootstrap": "exact", "shuffle": "once", **runner, "steps_per_env": 24,
+                                  "network": "(8,)"},
                          RSL_RL: {**rsl, "steps_per_env": 24, "network": "(8,)"}}}
 
 
@@ -143,15 +145,21 @@ def test_each_row_names_its_gpu_and_a_seed_split_over_two_models_is_left_out_of_
     assert "| 1 | rsl-rl-lib | 4 | 1.000 | 6.00 | no | FAIL | test + other |" in format_seeds([split])
 
 
-def test_a_runner_run_with_another_bootstrap_is_a_probe_shown_beside_the_seeds_and_left_out_of_the_goal() -> None:
+def test_a_runner_run_with_another_bootstrap_is_a_probe_that_does_not_decide_the_goal() -> None:
     probe = json.loads(json.dumps(SEED0))
     probe["trainers"][RUNNER]["timeout_bootstrap"] = "state_value"
     probe["trainers"][RUNNER]["rows"] = rows([9.0, 0.1, 0.1, 0.1], [100] * 4)  # would win every line
     del probe["trainers"][RSL_RL]
     table = format_seeds([SEED0, probe])
     assert "| 0 | Runner, state_value bootstrap | 4 | 0.100 | 100.00 | no | FAIL | test |" in table
-    assert goal_lines(seed_rows([SEED0, probe])) == goal_lines(seed_rows([SEED0]))
-    assert goal_lines(seed_rows([probe])) == ["no seed has both trainers at the same iterations: no verdict"]
+    lines = goal_lines(seed_rows([SEED0, probe]))
+    assert lines[:3] == goal_lines(seed_rows([SEED0]))  # SEED0's Runner decides the goal: slower, lower
+    assert lines[3].startswith("Runner state_value bootstrap: wall clock") and lines[3].endswith("0.100 against "
+                                                                                              "rsl-rl-lib 1.200: met")
+    assert len(lines) == 6
+    assert goal_lines(seed_rows([probe])) == ["no seed has both trainers at the same iterations: no verdict",
+                                              "Runner state_value bootstrap: no seed has both trainers at the same "
+                                              "iterations: no verdict"]
 
 
 def test_per_term_logs_keep_isaac_labs_episode_terms_and_end_at_the_mean_of_the_last_ten() -> None:
@@ -173,17 +181,38 @@ def test_per_term_logs_keep_isaac_labs_episode_terms_and_end_at_the_mean_of_the_
     assert term_lines(SEED0) == []  # rows without terms: no table
 
 
-def test_a_shuffle_probe_is_named_by_it_and_left_out_of_the_goal() -> None:
+def test_a_shuffle_probe_is_named_by_it_and_its_lines_follow_the_goals() -> None:
     probe = json.loads(json.dumps(SEED0))
-    probe["trainers"][RUNNER]["shuffle"] = "once"
+    probe["trainers"][RUNNER]["shuffle"] = "every_epoch"
     del probe["trainers"][RSL_RL]
-    assert "| 0 | Runner, shuffled once | 4 | 1.000 | 2.50 | no | FAIL | test |" in format_seeds([probe])
+    assert "| 0 | Runner, shuffled every_epoch | 4 | 1.000 | 2.50 | no | FAIL | test |" in format_seeds([probe])
     (row,) = seed_rows([probe])
-    assert (row.settings, row.timeout_bootstrap, isaaclab_flat.EXACT) == ((("shuffle", "once"),), "exact", "exact")
-    assert goal_lines(seed_rows([SEED0, probe])) == goal_lines(seed_rows([SEED0]))
-    default = json.loads(json.dumps(SEED0))
-    default["trainers"][RUNNER].update(shuffle="every_epoch", timeout_bootstrap="exact")  # the defaults, named
-    assert not any(row.probe for row in seed_rows([default]))
+    assert (row.settings, row.timeout_bootstrap, isaaclab_flat.EXACT) == ((("shuffle", "every_epoch"),), "exact", "exact")
+    # the goal's lines stay SEED0's; the probe's own follow, against SEED0's rsl-rl-lib (its rows are
+    # SEED0's Runner's: s/it 1.0 against 1.2, return 2.5 against 5.0, rsl-rl-lib walks)
+    lines = goal_lines(seed_rows([SEED0, probe]))
+    assert lines[:3] == goal_lines(seed_rows([SEED0]))
+    assert lines[3:] == [
+        "Runner shuffled every_epoch: wall clock (mean s/it over seed 0): Runner 1.000 against rsl-rl-lib 1.200: met",
+        "Runner shuffled every_epoch: return over the last 10 iterations (mean over seed 0): Runner 2.50 against "
+        "rsl-rl-lib 5.00: not met",
+        "Runner shuffled every_epoch: walks wherever rsl-rl-lib walks (forward 0.5 m/s accepted): rsl-rl-lib at "
+        "seeds 0, Runner at none: not met"]
+    # a probe alone: the goal's Runner has no seed, the probe's lines still come
+    alone = goal_lines(seed_rows([{**probe, "trainers": {**probe["trainers"], RSL_RL: SEED0["trainers"][RSL_RL]}}]))
+    assert alone[0] == "no seed has both trainers at the same iterations: no verdict" and alone[1:] == lines[3:]
+    older = json.loads(json.dumps(SEED0))
+    del older["trainers"][RUNNER]["shuffle"]  # written before records named it: PPOConfig's new order each epoch
+    assert seed_rows([older])[0].settings == (("shuffle", "every_epoch"),)
+    assert not any(row.probe for row in seed_rows([SEED0]))  # the settings from_rsl_rl gives, named
+
+
+def test_of_a_trainers_runs_at_one_seed_the_longest_is_compared() -> None:
+    # a second, shorter rsl-rl-lib run of seed 1 (2 iterations, return 99): SEED1's 4 are compared
+    short = record(1, SEED1["trainers"][RUNNER], {"rows": rows([5.0, 1.0], [99, 99])})
+    del short["trainers"][RUNNER]
+    assert goal_lines(seed_rows([SEED1, short])) == goal_lines(seed_rows([SEED1]))
+    assert goal_lines(seed_rows([short, SEED1])) == goal_lines(seed_rows([SEED1]))
 
 
 def test_a_reward_change_is_decided_apart_from_the_task_as_registered() -> None:
@@ -207,10 +236,15 @@ def test_a_reward_change_is_decided_apart_from_the_task_as_registered() -> None:
     assert goal_lines(seed_rows([changed]))[0].startswith("with env.rewards.feet_air_time.weight=1.5: wall clock")
 
 
-@pytest.mark.parametrize("flag, value, trained", [("--timeout-bootstrap", "state_value", "exact"),
-                                                  ("--shuffle", "once", "every_epoch")])
-def test_the_flat_phase_goes_on_only_with_the_settings_its_runner_started_with(tmp_path, flag, value, trained) -> None:
-    (tmp_path / "flat.json").write_text(json.dumps({**SEED0, "args": {"env_overrides": []}}))
+@pytest.mark.parametrize("flag, value, trained, named", [("--timeout-bootstrap", "state_value", "exact", True),
+                                                         ("--shuffle", "every_epoch", "once", True),
+                                                         ("--shuffle", "once", "every_epoch", False)])
+def test_the_flat_phase_goes_on_only_with_the_settings_its_runner_started_with(tmp_path, flag, value, trained,
+                                                                               named) -> None:
+    earlier = json.loads(json.dumps({**SEED0, "args": {"env_overrides": []}}))
+    if not named:  # a record from before the setting was named: trained with PPOConfig's default
+        del earlier["trainers"][RUNNER][flag.removeprefix("--")]
+    (tmp_path / "flat.json").write_text(json.dumps(earlier))
     script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--out", str(tmp_path)]
     done = subprocess.run(script + [flag, value], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2

@@ -124,7 +124,8 @@ def test_every_mapped_field_lands_where_it_should(form):
     assert cfg.ppo == PPOConfig(num_learning_epochs=3, num_mini_batches=7, clip_param=0.15, gamma=0.97, lam=0.9,
                                 value_loss_coef=0.7, use_clipped_value_loss=False, entropy_coef=0.004,
                                 learning_rate=3e-4, max_grad_norm=0.5, schedule="fixed", desired_kl=0.02,
-                                normalize_advantage_per_mini_batch=True, clip_grad_per_network=True)
+                                normalize_advantage_per_mini_batch=True, clip_grad_per_network=True,
+                                shuffle="once")  # rsl-rl-lib draws one order of the samples per update
     assert cfg.ppo.timeout_bootstrap == "exact"
     assert env_obs_groups(agent) == {"policy": "policy", "critic": "critic"}
 

@@ -2,7 +2,7 @@
 through ``Runner`` and through rsl-rl-lib's ``OnPolicyRunner`` on one env, for a few iterations.
 
 The phase otherwise runs only on a GPU machine, for 1,000 iterations; here it is run as a user runs
-it, with the probes of rsl_rl's time-out bootstrap and shuffle, and its record is read back: both
+it, with the probes of rsl_rl's time-out bootstrap and a new order of the samples each epoch, and its record is read back: both
 trainers' rows, each naming the device it ran on, Isaac Lab's per-term episode logs on every 10th
 row, and the settings the Runner trained with.
 """
@@ -31,13 +31,13 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_p
     script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--device", "cpu",
               "--num-envs", str(GateConfig().num_envs), "--iterations", str(iterations), "--horizon-s", "0.5",
               "--gate-horizon-s", "0.5", "--out", str(tmp_path)]
-    probes = ["--timeout-bootstrap", "state_value", "--shuffle", "once"]
+    probes = ["--timeout-bootstrap", "state_value", "--shuffle", "every_epoch"]
     done = subprocess.run(script + probes, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((tmp_path / "flat.json").read_text())
     runner, rsl = record["trainers"][RUNNER], record["trainers"][RSL_RL]
     assert runner["timeout_bootstrap"] == "state_value" and "timeout_bootstrap" not in rsl
-    assert runner["shuffle"] == "once" and "shuffle" not in rsl
+    assert runner["shuffle"] == "every_epoch" and "shuffle" not in rsl
     for trainer in (runner, rsl):
         assert [r["it"] for r in trainer["rows"]] == list(range(1, iterations + 1))
         # each row keeps the learning rate its update left and the mean action std, within the schedule's bounds
@@ -53,7 +53,7 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_p
     assert "| Episode_Reward/feet_air_time |" in done.stdout
     table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr[-2000:]
-    assert f"| 0 | Runner, state_value bootstrap, shuffled once | {iterations} |" in table.stdout
+    assert f"| 0 | Runner, state_value bootstrap, shuffled every_epoch | {iterations} |" in table.stdout
     assert f"| 0 | rsl-rl-lib | {iterations} |" in table.stdout
     assert "no seed has both trainers at the same iterations: no verdict" in table.stdout
     # going on in the same folder with the exact bootstrap is refused in one line, before Isaac Lab starts
@@ -70,6 +70,7 @@ def test_no_judge_leaves_the_final_policies_unjudged_and_the_short_seed_out_of_t
     record = json.loads((tmp_path / "flat.json").read_text())
     for trainer in (record["trainers"][RUNNER], record["trainers"][RSL_RL]):
         assert [r["it"] for r in trainer["rows"]] == [1, 2] and "judged" not in trainer
+    assert record["trainers"][RUNNER]["shuffle"] == "once"  # from_rsl_rl's: rsl-rl-lib's one order per update
     assert not list((tmp_path / "flat_rsl_rl").glob("runner_model_*.pt"))  # nothing converted to be judged
     table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr[-2000:]

@@ -39,7 +39,8 @@ def test_g1_flat_agent_config_maps_field_by_field():
                                 learning_rate=a.learning_rate, max_grad_norm=a.max_grad_norm, schedule=a.schedule,
                                 desired_kl=a.desired_kl,
                                 normalize_advantage_per_mini_batch=a.normalize_advantage_per_mini_batch,
-                                clip_grad_per_network=True)  # rsl-rl-lib 5's PPO clips actor and critic each
+                                clip_grad_per_network=True,  # rsl-rl-lib 5's PPO clips actor and critic each
+                                shuffle="once")  # and draws one order of the samples per update
     assert env_obs_groups(agent) == {"policy": "policy"}  # the G1 critic reads the actor's group
     # the dict train.py hands OnPolicyRunner, and the config after Isaac Lab's own version handling
     assert RunnerConfig.from_rsl_rl(agent.to_dict()) == cfg

@@ -13,8 +13,9 @@ Held equal on purpose, because the two libraries differ there by design, not in 
 
 * dones are terminations only: rsl-rl-lib bootstraps a time-out with ``V(s_t)``, ppo_bootstrap
   (``timeout_bootstrap="exact"``) with the value of the true final observation;
-* ``torch.randperm`` returns one fixed order: rsl-rl-lib's ``mini_batch_generator`` draws one
-  permutation for all epochs, ppo_bootstrap draws one per epoch (from its own seeded generator).
+* ``torch.randperm`` returns one fixed order: each draws one permutation per update for all its
+  epochs (rsl-rl-lib's ``mini_batch_generator``; ``from_rsl_rl``'s ``shuffle="once"``, which the
+  count of draws checks), from its own random stream.
 
 ``max_grad_norm`` = 0.05 is small so that every mini-batch's gradients are clipped (their norms
 are 0.5 to 1.4 here, each network's and both together): rsl-rl-lib 5 clips the actor's and the
@@ -78,7 +79,7 @@ def _updated_pair(monkeypatch: pytest.MonkeyPatch, clip_grad_per_network: bool |
     """After one rollout and update each: rsl-rl-lib's weights (under ppo_bootstrap's names), learning
     rate and losses, then ppo_bootstrap's PPO and its update() statistics."""
     cfg = RunnerConfig.from_rsl_rl(AGENT)
-    assert cfg.ppo.clip_grad_per_network is True  # the mapping under test
+    assert (cfg.ppo.clip_grad_per_network, cfg.ppo.shuffle) == (True, "once")  # the mapping under test
     if clip_grad_per_network is not None:
         cfg.ppo.clip_grad_per_network = clip_grad_per_network
     data = _rollout()
@@ -116,13 +117,19 @@ def _updated_pair(monkeypatch: pytest.MonkeyPatch, clip_grad_per_network: bool |
 
     order = torch.randperm(T * N, generator=torch.Generator().manual_seed(5))
 
-    def fixed_randperm(n, **_):  # rsl-rl-lib draws once per update, ppo_bootstrap once per epoch
+    draws = []
+
+    def fixed_randperm(n, **_):  # each draws one order per update, from its own random stream
         assert n == T * N
+        draws.append(n)
         return order.clone()
 
     monkeypatch.setattr(torch, "randperm", fixed_randperm)
-    their_stats, our_stats = theirs.update(), ours.update()
+    their_stats = theirs.update()
+    their_draws, draws[:] = len(draws), []
+    our_stats = ours.update()
     monkeypatch.undo()
+    assert (their_draws, len(draws)) == (1, 1)  # one order for all epochs, on both sides
     return policy_state("rsl-rl-lib", their_weights(), policy), theirs.learning_rate, their_stats, ours, our_stats
 
 

@@ -8,8 +8,10 @@ walks. Each line is decided over the seeds where both trainers ran the same numb
 the seconds per iteration and the return as means over those seeds, the walking seed by seed. The
 wall clock is compared only where both trainers ran every iteration on one GPU model (each row names
 the GPU it ran on). A ``Runner`` run with another setting of :data:`RUNNER_SETTINGS` than the
-default (rsl_rl's time-out bootstrap, its one shuffle per update) is a probe: it shows in the seeds'
-table and stays out of the goal's lines. A record trained with ``--env-overrides`` (a reward
+value ``RunnerConfig.from_rsl_rl`` gives (rsl_rl's time-out bootstrap, say, or a new order of the
+samples each epoch, which ``from_rsl_rl`` gave before it kept rsl-rl-lib's one order per update) is a
+probe: it shows in the seeds' table under its settings, and its goal lines follow the goal's,
+prefixed with them. A record trained with ``--env-overrides`` (a reward
 change, the same for both trainers) is decided on its own, apart from the task as registered, and a
 seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ppo_bootstrap.ppo import PPOConfig
+from ppo_bootstrap.rsl_rl import RSL_RL_SHUFFLE
 
 from isaac_adapter.app.bench.common import (RETURN_WINDOW, RSL_RL, RUNNER, last_mean, learning_rate_cell,
                                             median_after_first)
@@ -28,9 +31,10 @@ from isaac_adapter.app.bench.common import (RETURN_WINDOW, RSL_RL, RUNNER, last_
 NAMES = {RUNNER: "Runner", RSL_RL: "rsl-rl-lib"}
 FORWARD_COMMAND = (0.5, 0.0, 0.0)  # the command a final policy is judged to walk at (vx, vy, yaw rate)
 FORWARD = f"forward {FORWARD_COMMAND[0]:g} m/s"
-# the Runner settings a record keeps, with their defaults; any other value makes the run a probe
+# the Runner settings a record keeps, with the values the goal's Runner trains with (those of
+# ``RunnerConfig.from_rsl_rl``); any other value makes the run a probe
 EXACT = PPOConfig.timeout_bootstrap  # Runner's time-out bootstrap by default (the name earlier code imports)
-RUNNER_SETTINGS = {"timeout_bootstrap": EXACT, "shuffle": PPOConfig.shuffle}
+RUNNER_SETTINGS = {"timeout_bootstrap": EXACT, "shuffle": RSL_RL_SHUFFLE}
 SETTING_LABELS = {"timeout_bootstrap": "{} bootstrap", "shuffle": "shuffled {}"}
 # the env's per-term episode logs a row keeps (Isaac Lab's reward, termination and command managers),
 # on every this many iterations' rows (on all of them a record would be several times larger)
@@ -141,10 +145,16 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
                        tuple(record.get("args", {}).get("env_overrides", [])))
 
 
+def trained_setting(trainer: Mapping[str, Any], key: str) -> str:
+    """The value of setting ``key`` (of :data:`RUNNER_SETTINGS`) a record's Runner trained with; one an
+    older record does not name was ``PPOConfig``'s default (``from_rsl_rl`` set neither then)."""
+    return trainer.get(key, getattr(PPOConfig, key))
+
+
 def runner_settings(trainer: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """The settings of :data:`RUNNER_SETTINGS` a record's Runner trained with other than the defaults
-    (a setting an older record does not name was its default)."""
-    return tuple((key, trainer[key]) for key, default in RUNNER_SETTINGS.items() if trainer.get(key, default) != default)
+    """The settings of :data:`RUNNER_SETTINGS` a record's Runner trained with other than the goal's."""
+    return tuple((key, trained_setting(trainer, key)) for key, value in RUNNER_SETTINGS.items()
+                 if trained_setting(trainer, key) != value)
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
@@ -161,26 +171,33 @@ def seed_list(seeds: Iterable[int]) -> str:
 
 def goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -> list[str]:
     """The goal's lines (:func:`env_goal_lines`) for the task as registered, then for each set of env
-    changes the records were trained with, those prefixed ``with <changes>:``. Probes
-    (:attr:`TrainerSeed.probe`) are left out."""
-    compared = [r for r in rows if not r.probe]
-    envs = sorted(dict.fromkeys(r.env_overrides for r in compared)) or [()]  # the registered task, () first
+    changes the records were trained with, those prefixed ``with <changes>:``; after each env's, the
+    same lines for each probe's settings (:attr:`TrainerSeed.probe`) against rsl-rl-lib, prefixed
+    ``Runner <settings>:``. Only the first, without probe settings, decide the goal."""
+    envs = sorted(dict.fromkeys(r.env_overrides for r in rows)) or [()]  # the registered task, () first
     lines = []
     for overrides in envs:
-        prefix = f"with {' '.join(overrides)}: " if overrides else ""
-        lines += [prefix + line for line in env_goal_lines([r for r in compared if r.env_overrides == overrides],
-                                                           min_iterations)]
+        here = [r for r in rows if r.env_overrides == overrides]
+        theirs = [r for r in here if r.trainer == RSL_RL]
+        probes = sorted({r.settings for r in here if r.trainer == RUNNER and r.probe})
+        for settings in [(), *probes]:  # the goal's Runner first
+            labels = ([f"with {' '.join(overrides)}"] if overrides else []) + (
+                [f"Runner {', '.join(SETTING_LABELS[k].format(v) for k, v in settings)}"] if settings else [])
+            prefix = ", ".join(labels) + ": " if labels else ""
+            ours = [r for r in here if r.trainer == RUNNER and r.settings == settings]
+            lines += [prefix + line for line in env_goal_lines(ours + theirs, min_iterations)]
     return lines
 
 
 def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -> list[str]:
-    """The goal's three lines over the seeds of ``rows`` (one env, no probes) where both trainers ran
-    the same iterations, at least ``min_iterations``, each ending in ``met`` or ``not met`` (the
-    walking line: ``neither walks`` when neither does, ``no verdict`` when a final policy was not
-    judged; the wall clock over the seeds where both ran on one GPU model); one line saying so when
-    no seed has both; a last line naming the seeds left out for fewer iterations."""
+    """The goal's three lines over the seeds of ``rows`` (one env, one Runner setting; of a trainer's
+    runs at one seed, its longest) where both trainers ran the same iterations, at least
+    ``min_iterations``, each ending in ``met`` or ``not met`` (the walking line: ``neither walks``
+    when neither does, ``no verdict`` when a final policy was not judged; the wall clock over the
+    seeds where both ran on one GPU model); one line saying so when no seed has both; a last line
+    naming the seeds left out for fewer iterations."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r.iterations):  # of a trainer's runs at one seed, its longest
         by_seed.setdefault(row.seed, {})[row.trainer] = row
     alike = {s: (t[RUNNER], t[RSL_RL]) for s, t in sorted(by_seed.items())
              if RUNNER in t and RSL_RL in t and t[RUNNER].iterations == t[RSL_RL].iterations}
