@@ -55,7 +55,8 @@ class PPOConfig:
     shuffle: Shuffle = "every_epoch"
     """The order of the samples over an update's epochs: ``every_epoch`` draws a new order for each
     epoch; ``once`` draws one order per update and keeps it for every epoch, as rsl-rl-lib's
-    mini-batch generator does, so mini-batch ``i`` holds the same samples in every epoch."""
+    mini-batch generator does (``RunnerConfig.from_rsl_rl`` sets it), so mini-batch ``i`` holds the
+    same samples in every epoch."""
     normalize_advantage: bool = True
     """Normalize the advantages to mean 0 and std 1 over the whole rollout (every rank's)."""
     normalize_advantage_per_mini_batch: bool = False
