@@ -10,8 +10,8 @@ and how it ended. So what differs is the trainer alone: its random streams, its 
 and how it values a time-out (``Runner``'s ``V(s_final)``; ``--runner-bootstrap state_value`` gives
 it rsl_rl's ``V(s_t)``, to tell that part apart). ``Runner`` keeps rsl-rl-lib's one order of the
 samples for all epochs of an update, as ``from_rsl_rl`` gives it; ``--runner-shuffle every_epoch``
-draws a new one each epoch, as the records named without "shuffled once" did. Each row keeps the learning rate the adaptive
-schedule left after the iteration's update, as each trainer holds it.
+draws a new one each epoch, as the records named without "shuffled once" did. Each row keeps the
+learning rate the adaptive schedule left after the iteration's update, as each trainer holds it.
 
 This answers on the CPU in minutes what Isaac Lab's flat G1 asks of a GPU for an hour: at one seed
 there ``Runner`` ended lower (BENCHMARKS.md, "Isaac Lab's own G1 beside rsl_rl"); is that the trainer

@@ -2,9 +2,9 @@
 through ``Runner`` and through rsl-rl-lib's ``OnPolicyRunner`` on one env, for a few iterations.
 
 The phase otherwise runs only on a GPU machine, for 1,000 iterations; here it is run as a user runs
-it, with the probes of rsl_rl's time-out bootstrap and a new order of the samples each epoch, and its record is read back: both
-trainers' rows, each naming the device it ran on, Isaac Lab's per-term episode logs on every 10th
-row, and the settings the Runner trained with.
+it, with the probes of rsl_rl's time-out bootstrap and a new order of the samples each epoch, and
+its record is read back: both trainers' rows, each naming the device it ran on, Isaac Lab's
+per-term episode logs on every 10th row, and the settings the Runner trained with.
 """
 
 from __future__ import annotations
