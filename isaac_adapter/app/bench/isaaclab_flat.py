@@ -125,8 +125,12 @@ class TrainerSeed:
 
     @property
     def name(self) -> str:
-        labels = [SETTING_LABELS[key].format(value) for key, value in self.settings] + list(self.env_overrides)
-        return ", ".join([NAMES[self.trainer], *labels])
+        return ", ".join([NAMES[self.trainer], *setting_labels(self.settings), *self.env_overrides])
+
+
+def setting_labels(settings: Iterable[tuple[str, str]]) -> list[str]:
+    """A probe's settings as the tables name them (``state_value bootstrap``, ``shuffled every_epoch``)."""
+    return [SETTING_LABELS[key].format(value) for key, value in settings]
 
 
 def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
@@ -153,8 +157,8 @@ def trained_setting(trainer: Mapping[str, Any], key: str) -> str:
 
 def runner_settings(trainer: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """The settings of :data:`RUNNER_SETTINGS` a record's Runner trained with other than the goal's."""
-    return tuple((key, trained_setting(trainer, key)) for key, value in RUNNER_SETTINGS.items()
-                 if trained_setting(trainer, key) != value)
+    trained = {key: trained_setting(trainer, key) for key in RUNNER_SETTINGS}
+    return tuple((key, value) for key, value in trained.items() if value != RUNNER_SETTINGS[key])
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
@@ -182,7 +186,7 @@ def goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -
         probes = sorted({r.settings for r in here if r.trainer == RUNNER and r.probe})
         for settings in [(), *probes]:  # the goal's Runner first
             labels = ([f"with {' '.join(overrides)}"] if overrides else []) + (
-                [f"Runner {', '.join(SETTING_LABELS[k].format(v) for k, v in settings)}"] if settings else [])
+                [f"Runner {', '.join(setting_labels(settings))}"] if settings else [])
             prefix = ", ".join(labels) + ": " if labels else ""
             ours = [r for r in here if r.trainer == RUNNER and r.settings == settings]
             lines += [prefix + line for line in env_goal_lines(ours + theirs, min_iterations)]
