@@ -130,6 +130,9 @@ def test_each_row_names_its_gpu_and_a_seed_split_over_two_models_is_left_out_of_
     marked = rows_with_devices(fresh, 2, earlier, "H200", "B200")
     assert [r["device"] for r in marked] == ["H200", "H100", "B200", "B200", "B200"]
     assert rows_with_devices([{"it": 1, "device": "A"}], 0, [], "H200", "B") == [{"it": 1, "device": "B"}]
+    # a folder that kept only its checkpoint at iteration 2: the record's rows up to it, then the new log's
+    only_new = rows_with_devices([{"it": 3}, {"it": 4}], 2, earlier, "H200", "B200")
+    assert [(r["it"], r["device"]) for r in only_new] == [(1, "H200"), (2, "H100"), (3, "B200"), (4, "B200")]
 
     split = json.loads(json.dumps(SEED1))
     for i, row in enumerate(split["trainers"][RSL_RL]["rows"]):

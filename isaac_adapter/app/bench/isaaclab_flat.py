@@ -75,10 +75,15 @@ def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Itera
                       device: str) -> list[dict]:
     """``rows``, each naming the GPU it ran on: an iteration past ``resumed_at`` ran in this run
     (``device``); one up to it keeps what it or the earlier run's row named (``earlier_device``, the
-    earlier record's, for rows that named none)."""
+    earlier record's, for rows that named none). An iteration up to ``resumed_at`` that ``rows`` lack is
+    the earlier run's row: a run folder brought to another machine may keep its checkpoint and not its log."""
+    earlier_rows = list(earlier_rows)
     earlier = {r["it"]: r.get("device", earlier_device) for r in earlier_rows}
-    return [{**r, "device": device if r["it"] > resumed_at else r.get("device") or earlier.get(r["it"], earlier_device)}
-            for r in rows]
+    logged = {r["it"] for r in rows}
+    kept = [r for r in earlier_rows if r["it"] <= resumed_at and r["it"] not in logged]
+    marked = [{**r, "device": device if r["it"] > resumed_at else r.get("device") or earlier.get(r["it"], earlier_device)}
+              for r in [*kept, *rows]]
+    return sorted(marked, key=lambda r: r["it"])
 
 
 def record_seed(record: dict[str, Any]) -> int:
