@@ -78,6 +78,8 @@ def test_the_goal_over_two_seeds() -> None:
     assert goal_lines(seed_rows([SEED0]))[1].endswith("Runner 2.50 against rsl-rl-lib 5.00: not met")
     slower = record(1, SEED1["trainers"][RSL_RL], SEED1["trainers"][RUNNER])  # the two trainers' rows swapped
     assert goal_lines(seed_rows([slower]))[0].endswith("Runner 1.000 against rsl-rl-lib 0.600: not met")
+    # two seeds decide the goal; one seed's lines say it is not decided yet
+    assert len(lines) == 3 and goal_lines(seed_rows([SEED0]))[3] == "1 of the 2 seeds the goal asks (seed 0): not yet decided"
 
 
 def test_a_seed_whose_trainers_ran_different_iterations_is_left_out_and_neither_walking_is_said() -> None:
@@ -156,10 +158,10 @@ def test_a_runner_run_with_another_bootstrap_is_a_probe_that_does_not_decide_the
     table = format_seeds([SEED0, probe])
     assert "| 0 | Runner, state_value bootstrap | 4 | 0.100 | 100.00 | no | FAIL | test |" in table
     lines = goal_lines(seed_rows([SEED0, probe]))
-    assert lines[:3] == goal_lines(seed_rows([SEED0]))  # SEED0's Runner decides the goal: slower, lower
-    assert lines[3].startswith("Runner state_value bootstrap: wall clock") and lines[3].endswith("0.100 against "
+    assert lines[:4] == goal_lines(seed_rows([SEED0]))  # SEED0's Runner decides the goal: slower, lower
+    assert lines[4].startswith("Runner state_value bootstrap: wall clock") and lines[4].endswith("0.100 against "
                                                                                               "rsl-rl-lib 1.200: met")
-    assert len(lines) == 6
+    assert len(lines) == 8
     assert goal_lines(seed_rows([probe])) == ["no seed has both trainers at the same iterations: no verdict",
                                               "Runner state_value bootstrap: no seed has both trainers at the same "
                                               "iterations: no verdict"]
@@ -195,16 +197,17 @@ def test_a_shuffle_probe_is_named_by_it_and_its_lines_follow_the_goals() -> None
     # the goal's lines stay SEED0's; the probe's own follow, against SEED0's rsl-rl-lib (its rows are
     # SEED0's Runner's: s/it 1.0 against 1.2, return 2.5 against 5.0, rsl-rl-lib walks)
     lines = goal_lines(seed_rows([SEED0, probe]))
-    assert lines[:3] == goal_lines(seed_rows([SEED0]))
-    assert lines[3:] == [
+    assert lines[:4] == goal_lines(seed_rows([SEED0]))
+    assert lines[4:] == [
         "Runner shuffled every_epoch: wall clock (mean s/it over seed 0): Runner 1.000 against rsl-rl-lib 1.200: met",
         "Runner shuffled every_epoch: return over the last 10 iterations (mean over seed 0): Runner 2.50 against "
         "rsl-rl-lib 5.00: not met",
         "Runner shuffled every_epoch: walks wherever rsl-rl-lib walks (forward 0.5 m/s accepted): rsl-rl-lib at "
-        "seeds 0, Runner at none: not met"]
+        "seeds 0, Runner at none: not met",
+        "Runner shuffled every_epoch: 1 of the 2 seeds the goal asks (seed 0): not yet decided"]
     # a probe alone: the goal's Runner has no seed, the probe's lines still come
     alone = goal_lines(seed_rows([{**probe, "trainers": {**probe["trainers"], RSL_RL: SEED0["trainers"][RSL_RL]}}]))
-    assert alone[0] == "no seed has both trainers at the same iterations: no verdict" and alone[1:] == lines[3:]
+    assert alone[0] == "no seed has both trainers at the same iterations: no verdict" and alone[1:] == lines[4:]
     older = json.loads(json.dumps(SEED0))
     del older["trainers"][RUNNER]["shuffle"]  # written before records named it: PPOConfig's new order each epoch
     assert seed_rows([older])[0].settings == (("shuffle", "every_epoch"),)
@@ -226,15 +229,16 @@ def test_a_reward_change_is_decided_apart_from_the_task_as_registered() -> None:
     changed["trainers"][RUNNER]["judged"] = judged(True, True)
     changed["trainers"][RSL_RL]["judged"] = judged(True, False)
     lines = goal_lines(seed_rows([SEED0, changed]))
-    assert lines[:3] == goal_lines(seed_rows([SEED0]))
+    assert lines[:4] == goal_lines(seed_rows([SEED0]))
     # SEED1's values at seed 0: s/it 0.6 against 1.0, returns 10 against 6, both walk
-    assert lines[3:] == [
+    assert lines[4:] == [
         "with env.rewards.feet_air_time.weight=1.5: wall clock (mean s/it over seed 0): Runner 0.600 against "
         "rsl-rl-lib 1.000: met",
         "with env.rewards.feet_air_time.weight=1.5: return over the last 10 iterations (mean over seed 0): Runner "
         "10.00 against rsl-rl-lib 6.00: met",
         "with env.rewards.feet_air_time.weight=1.5: walks wherever rsl-rl-lib walks (forward 0.5 m/s accepted): "
-        "rsl-rl-lib at seeds 0, Runner at 0: met"]
+        "rsl-rl-lib at seeds 0, Runner at 0: met",
+        "with env.rewards.feet_air_time.weight=1.5: 1 of the 2 seeds the goal asks (seed 0): not yet decided"]
     assert "| 0 | rsl-rl-lib, env.rewards.feet_air_time.weight=1.5 | 4 | 1.000 | 6.00 | yes | FAIL | test |" in \
         format_seeds([SEED0, changed])
     assert goal_lines(seed_rows([changed]))[0].startswith("with env.rewards.feet_air_time.weight=1.5: wall clock")

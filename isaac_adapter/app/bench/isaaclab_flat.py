@@ -1,6 +1,6 @@
 """Isaac Lab's own ``Isaac-Velocity-Flat-G1`` through ``Runner`` beside rsl-rl-lib, over seeds: the
 records ``benchmarks/isaaclab_g1.py flat`` writes (``<out>/flat.json``, one folder per seed), read
-into one row per seed and trainer and the goal's three lines.
+into one row per seed and trainer and the goal's lines.
 
 The goal (BENCHMARKS.md, "Isaac Lab's own G1 beside rsl_rl"): ``Runner`` takes no more wall clock
 per iteration than rsl-rl-lib, ends at the same or a higher return, and walks wherever rsl-rl-lib
@@ -13,7 +13,8 @@ samples each epoch, which ``from_rsl_rl`` gave before it kept rsl-rl-lib's one o
 probe: it shows in the seeds' table under its settings, and its goal lines follow the goal's,
 prefixed with them. A record trained with ``--env-overrides`` (a reward
 change, the same for both trainers) is decided on its own, apart from the task as registered, and a
-seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines.
+seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines. Over fewer than
+:data:`GOAL_SEEDS` seeds a line says the goal is not yet decided.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ TERM_PREFIXES = ("Episode_Reward/", "Episode_Termination/", "Metrics/")
 # the goal compares the trainers after this many iterations each, or more; shorter runs (the start of
 # the curve, say) show in the seeds' table and stay out of the goal's lines
 GOAL_ITERATIONS = 1000
+GOAL_SEEDS = 2  # the goal is decided over at least this many seeds; fewer say so in a line of their own
 TERMS_EVERY = 10
 
 
@@ -203,7 +205,8 @@ def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATION
     runs at one seed, its longest) where both trainers ran the same iterations, at least
     ``min_iterations``, each ending in ``met`` or ``not met`` (the walking line: ``neither walks``
     when neither does, ``no verdict`` when a final policy was not judged; the wall clock over the
-    seeds where both ran on one GPU model); one line saying so when no seed has both; a last line
+    seeds where both ran on one GPU model); one line saying so when no seed has both; then a line
+    saying the goal is not yet decided over fewer than :data:`GOAL_SEEDS` seeds, and a last line
     naming the seeds left out for fewer iterations."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
     for row in sorted(rows, key=lambda r: r.iterations):  # of a trainer's runs at one seed, its longest
@@ -240,6 +243,8 @@ def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATION
         verdict = "neither walks" if not rsl_walks and not runner_walks else ("met" if not missed else "not met")
         lines.append(f"walks wherever rsl-rl-lib walks ({FORWARD} accepted): rsl-rl-lib at seeds {named(rsl_walks)}, "
                      f"Runner at {named(runner_walks)}: {verdict}")
+    if len(pairs) < GOAL_SEEDS:
+        lines.append(f"{len(pairs)} of the {GOAL_SEEDS} seeds the goal asks ({seeds}): not yet decided")
     return lines + left
 
 
