@@ -380,11 +380,11 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         rsl.load(str(latest))
     done = rsl.current_learning_iteration
     rows_file = rsl_dir / "rows.jsonl"
-    # the rows so far: the trainer's own file, else what flat.json recorded (a folder of records holds only that)
-    rsl_rows = ([json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists()
-                else kept.get(RSL_RL, {}).get("rows", []))
-    rsl_rows = [r for r in rsl_rows if r["it"] <= done]  # rows past the checkpoint were not kept by it
-    rsl_rows = rows_with_devices(rsl_rows, done, [], earlier.get("device", result["device"]), result["device"])
+    # the rows so far: the trainer's own file, and what flat.json recorded for those it lacks (a folder
+    # of records holds only that); rows past the checkpoint were not kept by it
+    logged = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+    rsl_rows = rows_with_devices([r for r in logged if r["it"] <= done], done, kept.get(RSL_RL, {}).get("rows", []),
+                                 earlier.get("device", result["device"]), result["device"])
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
     stop_at = args.deadline_s - args.eval_reserve_s
