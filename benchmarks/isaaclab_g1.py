@@ -31,7 +31,8 @@ continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_boot
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
 command, its rows kept; a trainer given 0 iterations does not run in that call, and what an earlier
 call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0 --rsl-iterations 1000``: rsl-rl-lib
-alone). Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
+alone). A folder whose ``Runner`` checkpoint is already at ``--iterations`` is only judged (on the
+CPU too: ``--device cpu --num-envs 64``), its rows taken from ``flat.json`` where the folder has one. Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
 the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
@@ -269,6 +270,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
     ``earlier``: the record an earlier run wrote, for its rows' GPUs), and the final policy judged
     once it is reached."""
     from ppo_bootstrap import Runner
+    from ppo_bootstrap.disk import METRICS
     from ppo_bootstrap.logger import ENV_LOG_PREFIX
     from ppo_bootstrap.runner import read_metrics
 
@@ -289,7 +291,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
              **(learner_state(r["policy/learning_rate"], r["policy/mean_action_std"])
                 if "policy/learning_rate" in r and "policy/mean_action_std" in r else {}),
              **row_terms(int(r["iteration"]), r, ENV_LOG_PREFIX)}
-            for r in read_metrics(run_dir)]
+            for r in (read_metrics(run_dir) if (run_dir / METRICS).exists() else [])]  # none: judged, not trained, here
     here = device_name(args.device)
     rows = rows_with_devices(rows, resumed_at, earlier.get("trainers", {}).get(RUNNER, {}).get("rows", []),
                              earlier.get("device", here), here)

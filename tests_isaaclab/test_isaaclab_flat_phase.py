@@ -62,7 +62,7 @@ def test_both_trainers_record_their_rows_device_and_terms_and_runner_takes_the_p
     assert again.stderr.strip().splitlines()[-1].endswith("trained Runner with state_value; give the same, or another --out")
 
 
-def test_no_judge_leaves_the_final_policies_unjudged_and_the_short_seed_out_of_the_goal(tmp_path):
+def test_no_judge_leaves_the_policies_unjudged_and_the_seed_out_of_the_goal_and_a_later_call_judges_them(tmp_path):
     script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "flat", "--device", "cpu",
               "--num-envs", str(GateConfig().num_envs), "--iterations", "2", "--no-judge", "--out", str(tmp_path)]
     done = subprocess.run(script, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -75,3 +75,12 @@ def test_no_judge_leaves_the_final_policies_unjudged_and_the_short_seed_out_of_t
     table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr[-2000:]
     assert table.stdout.strip().splitlines()[-1] == "left out, fewer than 1,000 iterations: seed 0"
+    # a folder brought back from another machine with its record and checkpoints only (no metrics.jsonl) is judged
+    # without training, its rows taken from the record
+    (tmp_path / "flat_ppo_bootstrap" / "metrics.jsonl").unlink()
+    judge = [*script[:script.index("--no-judge")], "--rsl-iterations", "0", "--horizon-s", "0.5", "--gate-horizon-s", "0.5",
+             "--out", str(tmp_path)]
+    judged = subprocess.run(judge, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert judged.returncode == 0, judged.stderr[-2000:]
+    runner = json.loads((tmp_path / "flat.json").read_text())["trainers"][RUNNER]
+    assert [r["it"] for r in runner["rows"]] == [1, 2] and runner["judged"][0]["command"] == [0.5, 0.0, 0.0]
