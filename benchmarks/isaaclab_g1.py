@@ -37,8 +37,10 @@ the project's evaluator on this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
 env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``);
-``--no-judge`` leaves them unjudged, for runs that look at the start of the curve only (the goal's
-lines leave out a seed where both trainers ran fewer iterations than the goal asks).
+``--no-judge`` leaves them unjudged, for runs that look at the start of the curve only, and
+``--judge-last`` judges each trainer's newest checkpoint where the deadline stopped it short, a probe's
+verdict in one call (the goal's lines leave out a seed where both trainers ran fewer iterations than
+the goal asks).
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
 overrides it started with. ``Runner`` trains with what ``RunnerConfig.from_rsl_rl`` gives, which
@@ -297,7 +299,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
                              earlier.get("device", here), here)
     trainer = {"rows": rows, "steps_per_env": cfg.num_steps_per_env, **{k: getattr(cfg.ppo, k) for k in RUNNER_SETTINGS},
                "network": f"{cfg.policy.actor_hidden}, obs norm {cfg.policy.obs_normalization}"}
-    if runner.iteration >= args.iterations and not args.no_judge:
+    if judged_here(runner.iteration, args.iterations, args):
         trainer["judged"] = judge_velocity_policy(env, run_dir / f"model_{runner.iteration}.pt", args)
     log(f"ppo_bootstrap: {runner.iteration} of {args.iterations} iterations")
     return trainer
@@ -340,7 +342,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
                                        validate_env_output=False, console=False)
         return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, **cli_runner_settings(args)))
 
-    # a trainer this call does not run (its iterations 0) keeps what an earlier call recorded of it
+    # a trainer this call does not run (its iterations 0, or no time left) keeps what an earlier call recorded of it
     earlier_file = out / "flat.json"
     earlier = json.loads(earlier_file.read_text()) if earlier_file.exists() else {}
     kept = earlier.get("trainers", {})
@@ -350,11 +352,9 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
                                                                 earlier)
     elif RUNNER in kept:
         result["trainers"][RUNNER] = kept[RUNNER]
-    if not args.rsl_iterations:
+    if not args.rsl_iterations or elapsed() > args.deadline_s - args.eval_reserve_s:
         if RSL_RL in kept:
             result["trainers"][RSL_RL] = kept[RSL_RL]
-        return result
-    if elapsed() > args.deadline_s - args.eval_reserve_s:
         return result
 
     # -- rsl-rl-lib: the registered recipe through its OnPolicyRunner, saving into its own folder
@@ -426,15 +426,21 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next run continues it")
     trainer = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
                "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
-    if rsl_rows and rsl_rows[-1]["it"] >= args.rsl_iterations and not args.no_judge:
+    if judged_here(last := rsl_rows[-1]["it"] if rsl_rows else 0, args.rsl_iterations, args):
         # the same evaluator on the same env: the rsl-rl-lib file converted by Runner.load, saved as a Runner file
-        converted = rsl_dir / f"runner_model_{args.rsl_iterations}.pt"
+        converted = rsl_dir / f"runner_model_{last}.pt"
         judge_runner = Runner(env, runner_config(out / "flat_rsl_rl_converted"))
-        judge_runner.load(str(rsl_dir / f"model_{args.rsl_iterations}.pt"))
+        judge_runner.load(str(rsl_dir / f"model_{last}.pt"))
         judge_runner.save(converted)
         trainer["judged"] = judge_velocity_policy(env, converted, args)
     result["trainers"][RSL_RL] = trainer
     return result
+
+
+def judged_here(iteration: int, goal: int, args: argparse.Namespace) -> bool:
+    """Whether this call judges a trainer's newest checkpoint (at ``iteration``, asked for ``goal``): once
+    it reaches the goal, or wherever the deadline stopped it with ``--judge-last``."""
+    return not args.no_judge and iteration > 0 and (iteration >= goal or args.judge_last)
 
 
 def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> list[dict]:
@@ -573,6 +579,9 @@ def main() -> None:
     parser.add_argument("--rsl-iterations", type=int, default=None, help="flat: rsl-rl-lib iterations (default: --iterations; 0: none)")
     parser.add_argument("--no-judge", action="store_true",
                         help="flat: leave the final policies unjudged (runs that look at the start of the curve)")
+    parser.add_argument("--judge-last", action="store_true",
+                        help="flat: judge each trainer's newest checkpoint even where the deadline stopped it short "
+                             "(probes; the goal's lines still leave out a seed short of 1,000 iterations)")
     parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")
     parser.add_argument("--until", type=int, default=None, help="table: that table up to this iteration (default: all)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",
@@ -597,6 +606,8 @@ def main() -> None:
     args.out = args.out_dir
     if args.rsl_iterations is None:
         args.rsl_iterations = args.iterations
+    if args.no_judge and args.judge_last:
+        parser.error("--judge-last with --no-judge: give one of them")
     if args.phase == "flat":  # each final policy meets the walking gate, which needs its envs in this env
         from isaac_adapter.evaluation.gate import GateConfig
 

@@ -75,12 +75,16 @@ def test_no_judge_leaves_the_policies_unjudged_and_the_seed_out_of_the_goal_and_
     table = subprocess.run([*script[:2], "table", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr[-2000:]
     assert table.stdout.strip().splitlines()[-1] == "left out, fewer than 1,000 iterations: seed 0"
-    # a folder brought back from another machine with its record and checkpoints only (no metrics.jsonl) is judged
-    # without training, its rows taken from the record
+    # a folder brought back from another machine with its record and checkpoints only (no metrics.jsonl), past its
+    # deadline: with --judge-last, Runner's checkpoint is judged where it stopped, its rows taken from the record,
+    # and rsl-rl-lib, which had no time to run, keeps what the record held of it
     (tmp_path / "flat_ppo_bootstrap" / "metrics.jsonl").unlink()
-    judge = [*script[:script.index("--no-judge")], "--rsl-iterations", "0", "--horizon-s", "0.5", "--gate-horizon-s", "0.5",
-             "--out", str(tmp_path)]
+    judge = [*script[:script.index("--iterations")], "--iterations", "4", "--rsl-iterations", "4", "--deadline-s", "0",
+             "--judge-last", "--horizon-s", "0.5", "--gate-horizon-s", "0.5", "--out", str(tmp_path)]
     judged = subprocess.run(judge, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert judged.returncode == 0, judged.stderr[-2000:]
-    runner = json.loads((tmp_path / "flat.json").read_text())["trainers"][RUNNER]
+    record = json.loads((tmp_path / "flat.json").read_text())
+    runner, rsl = record["trainers"][RUNNER], record["trainers"][RSL_RL]
     assert [r["it"] for r in runner["rows"]] == [1, 2] and runner["judged"][0]["command"] == [0.5, 0.0, 0.0]
+    assert runner["judged"][0]["checkpoint"].endswith("model_2.pt")
+    assert [r["it"] for r in rsl["rows"]] == [1, 2] and "judged" not in rsl
