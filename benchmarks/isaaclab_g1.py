@@ -29,11 +29,12 @@ update left and the mean action noise std, the GPU model it ran on, and (every 1
 per-term episode logs (``Episode_Reward/<term>``, ...). Each trainer
 continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_bootstrap``,
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
-command, its rows kept; a trainer given 0 iterations does not run in that call, and what an earlier
-call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0 --rsl-iterations 1000``: rsl-rl-lib
-alone). A folder whose ``Runner`` checkpoint is already at ``--iterations`` is only judged (on the
-CPU too: ``--device cpu --num-envs 64``), its rows taken from ``flat.json`` where the folder has one. Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by
-the project's evaluator on this env
+command, its rows kept; a trainer given 0 iterations, or left no time by the deadline, does not run
+in that call, and what an earlier call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0
+--rsl-iterations 1000``: rsl-rl-lib alone). A folder whose ``Runner`` checkpoint is already at ``--iterations`` is only judged (on the
+CPU too: ``--device cpu --num-envs 64``), its rows taken from ``flat.json`` where the folder has one.
+Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by the project's evaluator on
+this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
 env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``);
@@ -270,7 +271,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
     """The registered recipe through ``Runner`` to ``args.iterations``, continuing from the newest
     checkpoint in ``run_dir``; its rows (each with the GPU it ran on and the env's per-term logs;
     ``earlier``: the record an earlier run wrote, for its rows' GPUs), and the final policy judged
-    once it is reached."""
+    once it is reached (with ``--judge-last``, the newest checkpoint wherever the deadline stopped it)."""
     from ppo_bootstrap import Runner
     from ppo_bootstrap.disk import METRICS
     from ppo_bootstrap.logger import ENV_LOG_PREFIX
