@@ -39,9 +39,9 @@ this env
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
 env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``);
 ``--no-judge`` leaves them unjudged, for runs that look at the start of the curve only, and
-``--judge-last`` judges each trainer's newest checkpoint where the deadline stopped it short, a probe's
-verdict in one call (the goal's lines leave out a seed where both trainers ran fewer iterations than
-the goal asks).
+``--judge-last`` judges each trainer's newest checkpoint where the deadline stopped it short, or left
+it no time to run, a probe's verdict in one call (the goal's lines leave out a seed where both
+trainers ran fewer iterations than the goal asks).
 ``--env-overrides env.rewards.feet_air_time.weight=1.5 ...`` changes the task's env cfg for both
 trainers (Isaac Lab's names, as its ``train.py`` takes them); a run folder goes on only with the
 overrides it started with. ``Runner`` trains with what ``RunnerConfig.from_rsl_rl`` gives, which
@@ -353,7 +353,8 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
                                                                 earlier)
     elif RUNNER in kept:
         result["trainers"][RUNNER] = kept[RUNNER]
-    if not args.rsl_iterations or elapsed() > args.deadline_s - args.eval_reserve_s:
+    no_time = elapsed() > args.deadline_s - args.eval_reserve_s
+    if not args.rsl_iterations or (no_time and not args.judge_last):  # --judge-last: judged, not trained
         if RSL_RL in kept:
             result["trainers"][RSL_RL] = kept[RSL_RL]
         return result
@@ -380,7 +381,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rsl_dir.mkdir(parents=True, exist_ok=True)
     rsl = create_rsl_rl_runner(wrapped, agent, log_dir=str(rsl_dir))
     if (latest := newest_checkpoint(rsl_dir)) is not None:
-        rsl.load(str(latest))
+        rsl.load(str(latest), map_location=args.device)  # a GPU run's checkpoint, judged on the CPU too
     done = rsl.current_learning_iteration
     rows_file = rsl_dir / "rows.jsonl"
     # the rows so far: the trainer's own file, and what flat.json recorded for those it lacks (a folder
@@ -417,7 +418,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
     rsl.logger.log = hook
     remaining = args.rsl_iterations - done
     try:
-        if remaining > 0:
+        if remaining > 0 and not no_time:
             randomize_episode_clocks(wrapped, args.seed + done)
             clock["t"] = time.perf_counter()
             rsl.learn(remaining, init_at_random_ep_len=False)  # the clocks are set above, as for Runner
@@ -427,7 +428,8 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
         log(f"rsl_rl stopped at iteration {rsl_rows[-1]['it']} for the deadline; the next run continues it")
     trainer = {"rows": rsl_rows, "steps_per_env": steps, "version": version,
                "network": f"{tuple(agent.actor.hidden_dims)}, obs norm {agent.actor.obs_normalization}"}
-    if judged_here(last := rsl_rows[-1]["it"] if rsl_rows else 0, args.rsl_iterations, args):
+    # the checkpoint's count, as for Runner: a brought-back folder may hold a checkpoint and no rows
+    if judged_here(last := rsl.current_learning_iteration, args.rsl_iterations, args):
         # the same evaluator on the same env: the rsl-rl-lib file converted by Runner.load, saved as a Runner file
         converted = rsl_dir / f"runner_model_{last}.pt"
         judge_runner = Runner(env, runner_config(out / "flat_rsl_rl_converted"))

@@ -76,15 +76,26 @@ def test_no_judge_leaves_the_policies_unjudged_and_the_seed_out_of_the_goal_and_
     assert table.returncode == 0, table.stderr[-2000:]
     assert table.stdout.strip().splitlines()[-1] == "left out, fewer than 1,000 iterations: seed 0"
     # a folder brought back from another machine with its record and checkpoints only (no metrics.jsonl), past its
-    # deadline: with --judge-last, Runner's checkpoint is judged where it stopped, its rows taken from the record,
-    # and rsl-rl-lib, which had no time to run, keeps what the record held of it
+    # deadline: without --judge-last neither trainer runs or is judged, and rsl-rl-lib keeps what the record held of it
     (tmp_path / "flat_ppo_bootstrap" / "metrics.jsonl").unlink()
-    judge = [*script[:script.index("--iterations")], "--iterations", "4", "--rsl-iterations", "4", "--deadline-s", "0",
-             "--judge-last", "--horizon-s", "0.5", "--gate-horizon-s", "0.5", "--out", str(tmp_path)]
+    later = [*script[:script.index("--iterations")], "--iterations", "4", "--rsl-iterations", "4", "--deadline-s", "0",
+             "--out", str(tmp_path)]
+    kept = subprocess.run(later, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    rsl = json.loads((tmp_path / "flat.json").read_text())["trainers"][RSL_RL]
+    assert [r["it"] for r in rsl["rows"]] == [1, 2] and "judged" not in rsl
+    # with --judge-last each is judged where it stopped: Runner's rows taken from the record, and rsl-rl-lib's
+    # checkpoint judged by its own count though neither its rows file nor the record has a row of it
+    (tmp_path / "flat_rsl_rl" / "rows.jsonl").unlink()
+    record = json.loads((tmp_path / "flat.json").read_text())
+    del record["trainers"][RSL_RL]
+    (tmp_path / "flat.json").write_text(json.dumps(record))
+    judge = [*later, "--judge-last", "--horizon-s", "0.5", "--gate-horizon-s", "0.5"]
     judged = subprocess.run(judge, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert judged.returncode == 0, judged.stderr[-2000:]
     record = json.loads((tmp_path / "flat.json").read_text())
     runner, rsl = record["trainers"][RUNNER], record["trainers"][RSL_RL]
     assert [r["it"] for r in runner["rows"]] == [1, 2] and runner["judged"][0]["command"] == [0.5, 0.0, 0.0]
     assert runner["judged"][0]["checkpoint"].endswith("model_2.pt")
-    assert [r["it"] for r in rsl["rows"]] == [1, 2] and "judged" not in rsl
+    assert rsl["rows"] == [] and rsl["judged"][0]["checkpoint"].endswith("runner_model_2.pt")
+    assert not list((tmp_path / "flat_rsl_rl").glob("model_[34].pt"))  # judged, not trained
