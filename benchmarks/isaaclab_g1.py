@@ -31,8 +31,9 @@ continues from the newest checkpoint in its folder of ``--out`` (``flat_ppo_boot
 ``flat_rsl_rl``), so a run longer than one call (``--deadline-s``) goes on in the next with the same
 command, its rows kept; a trainer given 0 iterations, or left no time by the deadline, does not run
 in that call, and what an earlier call wrote of it in ``<out>/flat.json`` is kept (``--iterations 0
---rsl-iterations 1000``: rsl-rl-lib alone). A folder whose ``Runner`` checkpoint is already at ``--iterations`` is only judged (on the
-CPU too: ``--device cpu --num-envs 64``), its rows taken from ``flat.json`` where the folder has one.
+--rsl-iterations 1000``: rsl-rl-lib alone). A trainer whose checkpoint is already at its iterations
+is only judged (on the CPU too: ``--device cpu --num-envs 64``, a GPU run's checkpoints in a folder
+of their own), its rows taken from ``flat.json`` where the folder has one.
 Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by the project's evaluator on
 this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
