@@ -495,6 +495,9 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
         print("|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows, steps = tr["rows"], tr["steps_per_env"]
+            if not rows:  # a checkpoint brought here to be judged, its training recorded elsewhere
+                print(f"| {name} | {tr['network']} | judged only | - | - | - | - | - | - |")
+                continue
             wall = median_after_first(rows, "wall_s")
             print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median_after_first(rows, 'collect_s'):.3f} | "
                   f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "

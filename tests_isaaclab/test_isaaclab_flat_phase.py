@@ -98,4 +98,5 @@ def test_no_judge_leaves_the_policies_unjudged_and_the_seed_out_of_the_goal_and_
     assert [r["it"] for r in runner["rows"]] == [1, 2] and runner["judged"][0]["command"] == [0.5, 0.0, 0.0]
     assert runner["judged"][0]["checkpoint"].endswith("model_2.pt")
     assert rsl["rows"] == [] and rsl["judged"][0]["checkpoint"].endswith("runner_model_2.pt")
+    assert "| rsl_rl | (256, 128, 128), obs norm False | judged only | - |" in judged.stdout
     assert not list((tmp_path / "flat_rsl_rl").glob("model_[34].pt"))  # judged, not trained
