@@ -86,6 +86,11 @@ def elapsed() -> float:
     return time.perf_counter() - T0
 
 
+def training_time_left(args: argparse.Namespace) -> float:
+    """Seconds of training left to this call: ``--deadline-s`` less the judging's ``--eval-reserve-s``."""
+    return args.deadline_s - args.eval_reserve_s - elapsed()
+
+
 def log(msg: str) -> None:
     print(f"[{elapsed():7.1f} s] {msg}", flush=True)
 
@@ -204,7 +209,7 @@ def learn_until_deadline(runner: Any, args: argparse.Namespace, iterations: int 
     ``args.deadline_s`` by the Runner's own clean stop: SIGTERM ends the iteration in progress and
     writes its checkpoint."""
     iterations = args.iterations if iterations is None else iterations
-    budget = args.deadline_s - args.eval_reserve_s - elapsed()
+    budget = training_time_left(args)
     log(f"training {iterations} iterations or for {budget:.0f} s")
     alarm = threading.Timer(max(budget, 1.0), os.kill, (os.getpid(), signal.SIGTERM))
     if math.isfinite(budget):
@@ -284,7 +289,7 @@ def train_flat_runner(env: Any, runner_config: Any, run_dir: Path, args: argpars
         runner.load(latest)
     resumed_at = runner.iteration
     remaining = args.iterations - runner.iteration
-    if remaining > 0 and elapsed() < args.deadline_s - args.eval_reserve_s:
+    if remaining > 0 and training_time_left(args) > 0:
         randomize_episode_clocks(env, args.seed + runner.iteration)  # after the Runner's reset
         learn_until_deadline(runner, args, remaining)
     rows = [{"it": int(r["iteration"]), "wall_s": r["perf/collection_s"] + r["perf/learning_s"],
@@ -354,7 +359,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
                                                                 earlier)
     elif RUNNER in kept:
         result["trainers"][RUNNER] = kept[RUNNER]
-    no_time = elapsed() > args.deadline_s - args.eval_reserve_s
+    no_time = training_time_left(args) < 0
     if not args.rsl_iterations or (no_time and not args.judge_last):  # --judge-last: judged, not trained
         if RSL_RL in kept:
             result["trainers"][RSL_RL] = kept[RSL_RL]
@@ -392,7 +397,6 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
                                  earlier.get("device", result["device"]), result["device"])
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rsl_rows))
     clock = {"t": time.perf_counter()}
-    stop_at = args.deadline_s - args.eval_reserve_s
 
     def hook(it: int, collect_time: float, learn_time: float, **logged: Any) -> None:
         sync()
@@ -411,7 +415,7 @@ def run_flat(args: argparse.Namespace) -> dict[str, Any]:
             f.write(json.dumps(rsl_rows[-1]) + "\n")
         if (it + 1) % 50 == 0:
             log(f"rsl_rl it {it + 1}: {rsl_rows[-1]['wall_s']:.3f} s, return {ret:.2f}, length {length:.0f}")
-        if elapsed() > stop_at and it + 1 < args.rsl_iterations:
+        if training_time_left(args) < 0 and it + 1 < args.rsl_iterations:
             rsl.current_learning_iteration = it + 1  # the checkpoint counts the iterations done
             rsl.save(str(rsl_dir / f"model_{it + 1}.pt"))
             raise StopTraining
@@ -587,7 +591,7 @@ def main() -> None:
     parser.add_argument("--no-judge", action="store_true",
                         help="flat: leave the final policies unjudged (runs that look at the start of the curve)")
     parser.add_argument("--judge-last", action="store_true",
-                        help="flat: judge each trainer's newest checkpoint even where the deadline stopped it short "
+                        help="flat: judge each trainer's newest checkpoint even where the deadline stopped it short or left it no time "
                              "(probes; the goal's lines still leave out a seed short of 1,000 iterations)")
     parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")
     parser.add_argument("--until", type=int, default=None, help="table: that table up to this iteration (default: all)")
