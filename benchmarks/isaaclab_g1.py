@@ -77,7 +77,7 @@ from isaac_adapter.app.bench.common import EpisodeMeter
 from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS,
                                                   block_learner_cells, format_seeds, judged_rows, last_mean,
                                                   learner_state, median_after_first, row_terms, rows_with_devices,
-                                                  term_lines, trained_setting)
+                                                  settled_rows, SETTLED_NOTE, term_lines, trained_setting)
 
 T0 = time.perf_counter()
 
@@ -487,6 +487,11 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 # -- table ---------------------------------------------------------------------------------------
 
 
+def number_cell(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``, or ``-`` for nan (nothing to average)."""
+    return "-" if math.isnan(value) else format(value, spec)
+
+
 def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
     """The tables of the records in ``out``; the flat phase's per-block table has a row per ``block``
     iterations, up to iteration ``until`` (all: None)."""
@@ -494,7 +499,7 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
     if flat.exists():
         res = json.loads(flat.read_text())
         n = res["num_envs"]
-        print(f"{res['task']}, {n} envs, {res['device']}, build {res['build_s']} s")
+        print(f"{res['task']}, {n} envs, {res['device']}, build {res['build_s']} s; {SETTLED_NOTE}")
         print("| trainer | network | iterations | wall s/it | collect s | update s | env-steps/s | return (last 10) | length (last 10) |")
         print("|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
@@ -502,10 +507,10 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
             if not rows:  # a checkpoint brought here to be judged, its training recorded elsewhere
                 print(f"| {name} | {tr['network']} | judged only | - | - | - | - | - | - |")
                 continue
-            wall = median_after_first(rows, "wall_s")
+            wall, settled = median_after_first(rows, "wall_s"), settled_rows(rows)
             print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median_after_first(rows, 'collect_s'):.3f} | "
-                  f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(rows, 'return'):.2f} | "
-                  f"{last_mean(rows, 'length'):.0f} |")
+                  f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(settled, 'return'):.2f} | "
+                  f"{last_mean(settled, 'length'):.0f} |")
         for name in res["trainers"]:
             rows = judged_rows(res, name)
             for row in rows:
@@ -523,20 +528,22 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
                               + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
         print(f"\nper {block} iterations: median s/it, env-steps/s, return, length and action std (mean of the block's "
               "last 10), episodes ended and, of them, by the time limit (the block's sums), the learning rate (the "
-              "block's geometric mean), the GPU; '-': not recorded")
+              f"block's geometric mean), the GPU; '-': not recorded or none left; {SETTLED_NOTE}")
         print("| trainer | iterations | s/it | env-steps/s | return | length | episodes ended | by the time limit | "
               "learning rate | action std | GPU |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows = [r for r in tr["rows"] if until is None or r["it"] <= until]
+            settled = settled_rows(tr["rows"])  # the episode limit read from all the rows
             for lo in range(0, len(rows), block):
                 part = rows[lo:lo + block]
                 wall = statistics.median(r["wall_s"] for r in part)
                 timeouts = f"{sum(r['timeouts'] for r in part):,}" if all("timeouts" in r for r in part) else "-"
                 gpus = " + ".join(dict.fromkeys(r.get("device", res["device"]) for r in part))
                 rate, std = block_learner_cells(part)
+                whole = [r for r in settled if part[0]["it"] <= r["it"] <= part[-1]["it"]]
                 print(f"| {name} | {part[0]['it']}-{part[-1]['it']} | {wall:.3f} | {tr['steps_per_env'] * n / wall:,.0f} | "
-                      f"{last_mean(part, 'return'):.2f} | {last_mean(part, 'length'):.0f} | "
+                      f"{number_cell(last_mean(whole, 'return'), '.2f')} | {number_cell(last_mean(whole, 'length'), '.0f')} | "
                       f"{sum(r['ended'] for r in part):,} | {timeouts} | {rate} | {std} | {gpus} |")
         if terms := term_lines(res):
             print("\n" + "\n".join(terms))

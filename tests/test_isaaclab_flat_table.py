@@ -14,7 +14,7 @@ import pytest
 from isaac_adapter.app.bench import isaaclab_flat
 from isaac_adapter.app.bench.isaaclab_flat import (GOAL_ITERATIONS, RSL_RL, RUNNER, block_learner_cells, env_terms,
                                                    last_mean, learner_state, median_after_first, row_terms,
-                                                   rows_with_devices, seed_rows, term_lines)
+                                                   rows_with_devices, seed_rows, settled_rows, term_lines)
 
 
 def goal_lines(rows: list) -> list[str]:
@@ -274,6 +274,39 @@ def test_the_per_block_table_takes_a_block_and_a_last_iteration(tmp_path) -> Non
     refused = subprocess.run(script + ["--block", "0"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].endswith("--block 0: a row of the per-block table holds at least 1 iteration")
+
+
+def test_iterations_that_ended_partial_episodes_after_a_resume_are_left_out_of_the_returns(tmp_path) -> None:
+    def row(it: int, ret: float, length: float, ended: int, timeouts: int) -> dict:
+        return {"it": it, "wall_s": 1.0, "collect_s": 1.0, "learn_s": 0.0, "return": ret, "length": length,
+                "ended": ended, "timeouts": timeouts, "terms": {"Episode_Reward/a": ret}}
+
+    # a run resumed at iteration 3: every episode clock restarted at random, so its first time-outs are short.
+    # The episode limit, 1000 steps, is read from row 2: all 10 of its episodes ended by the time limit.
+    # Row 1: 9 time-outs and a fall, lengths summing to 9.5 x 1000 >= 9 x 1000: whole episodes, kept.
+    # Rows 3-4: 10 time-outs of 12 and 400 steps on average, below 10 x 1000: partial, left out.
+    # Row 5: 8 time-outs of 10 episodes, 8,500 steps >= 8,000: kept.
+    rows = [row(1, 20.0, 950.0, 10, 9), row(2, 24.0, 1000.0, 10, 10), row(3, 0.3, 12.0, 10, 10),
+            row(4, 10.0, 400.0, 10, 10), row(5, 22.0, 850.0, 10, 8)]
+    assert [r["it"] for r in settled_rows(rows)] == [1, 2, 5]
+    # rows that kept no time-outs (older records), or ended none, are all kept; so is every row with no
+    # row of time-outs alone to read the limit from
+    assert settled_rows([{"it": 1, "return": 1.0, "length": 5.0, "ended": 3}, {"it": 2, "ended": 0, "timeouts": 0}]) \
+        == [{"it": 1, "return": 1.0, "length": 5.0, "ended": 3}, {"it": 2, "ended": 0, "timeouts": 0}]
+    assert len(settled_rows([row(1, 1.0, 10.0, 10, 9), row(2, 1.0, 20.0, 10, 9)])) == 2
+    rec = record(0, {"rows": rows, "judged": judged(False, False)}, {"rows": rows[:2], "judged": judged(False, False)})
+    runner, rsl = seed_rows([rec])
+    assert runner.end_return == pytest.approx((20.0 + 24.0 + 22.0) / 3)  # not (20 + 24 + 0.3 + 10 + 22) / 5
+    assert rsl.end_return == pytest.approx(22.0)
+    assert term_lines(rec)[3] == "| Episode_Reward/a | 22 | 22 |"  # terms of rows 1, 2, 5: mean 22; rsl-rl-lib's 1, 2
+    (tmp_path / "flat.json").write_text(json.dumps(rec))
+    script = [sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "table", str(tmp_path), "--block", "2"]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # the main table's last 10 and each block's, over the kept rows: block 3-4 has none
+    assert "| ppo_bootstrap | (8,) | 5 | 1.000 | 1.000 | 0.000 | 98,304 | 22.00 | 933 |" in done.stdout
+    assert "| ppo_bootstrap | 3-4 | 1.000 | 98,304 | - | - | 20 | 20 | - | - | test |" in done.stdout
+    assert "| ppo_bootstrap | 5-5 | 1.000 | 98,304 | 22.00 | 850 | 10 | 8 | - | - | test |" in done.stdout
 
 
 def test_seeds_with_fewer_iterations_than_the_goal_asks_are_left_out_of_its_lines() -> None:

@@ -88,6 +88,23 @@ def rows_with_devices(rows: Iterable[dict], resumed_at: int, earlier_rows: Itera
     return sorted(marked, key=lambda r: r["it"])
 
 
+SETTLED_NOTE = ("returns, lengths and per-term logs leave out the iterations that ended partial episodes, "
+                "after a call's randomized episode clocks")
+
+
+def settled_rows(rows: list[dict]) -> list[dict]:
+    """``rows`` less those whose episodes ended by the time limit shorter than the limit: partial
+    episodes, whose return is not the policy's. Every call of the flat phase, a resumed one too, starts
+    each env's episode clock at random (rsl_rl's ``init_at_random_ep_len``), so for one episode limit
+    after each start the time-outs come early. The limit is read from the rows: the longest mean length
+    of a row whose episodes all ended by the time limit. No time-out is longer, so a row left out
+    surely ended a partial episode; rows of records that kept no time-outs are all kept."""
+    full = [r["length"] for r in rows if r.get("ended") and r.get("timeouts") == r["ended"]]
+    limit = max(full, default=0.0)
+    # summed lengths below the time-outs' at the limit: some time-out was partial (half a step for rounding)
+    return [r for r in rows if not (r.get("timeouts") and r["length"] * r["ended"] < r["timeouts"] * limit - 0.5)]
+
+
 def record_seed(record: dict[str, Any]) -> int:
     """The seed a record was trained at (older records keep it only among their arguments)."""
     return int(record["seed"] if "seed" in record else record.get("args", {}).get("seed", 0))
@@ -103,7 +120,8 @@ def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
 
 @dataclass(frozen=True)
 class TrainerSeed:
-    """One trainer at one seed: iterations run, median seconds per iteration, the return it ended at,
+    """One trainer at one seed: iterations run, median seconds per iteration, the return it ended at
+    (over its last ``RETURN_WINDOW`` rows of :func:`settled_rows`),
     whether its final policy walks (the gait verdict at forward 0.5 m/s accepted) and passes the
     walking gate (None: not judged), the GPU models its iterations ran on, Runner's settings that
     differ from :data:`RUNNER_SETTINGS` (``(name, value)`` pairs; none for rsl-rl-lib) and the env
@@ -151,7 +169,7 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     walks = None if forward is None else bool(forward["verdict"]["accepted"])
     devices = tuple(dict.fromkeys(r.get("device", record["device"]) for r in tr["rows"]))
     return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
-                       last_mean(tr["rows"], "return"), walks, gate, devices,
+                       last_mean(settled_rows(tr["rows"]), "return"), walks, gate, devices,
                        runner_settings(tr) if trainer == RUNNER else (),
                        tuple(record.get("args", {}).get("env_overrides", [])))
 
@@ -254,6 +272,7 @@ def format_seeds(records: list[dict[str, Any]], min_iterations: int = GOAL_ITERA
     rows = seed_rows(records)
     out = [f"per seed: median s/it, the return over the last {RETURN_WINDOW} iterations, whether the final policy "
            f"walks ({FORWARD}) and passes the walking gate, the GPU",
+           SETTLED_NOTE,
            "| seed | trainer | iterations | s/it | return | walks | walking gate | GPU |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {r.seed} | {r.name} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | {yes_no(r.walks)} | "
             f"{'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} | {' + '.join(r.devices)} |" for r in rows]
@@ -266,7 +285,7 @@ def term_lines(record: dict[str, Any]) -> list[str]:
     if no row kept any."""
     ends = {name: {} for name in record["trainers"]}
     for name, tr in record["trainers"].items():
-        kept = [r["terms"] for r in tr["rows"] if r.get("terms")][-RETURN_WINDOW:]
+        kept = [r["terms"] for r in settled_rows(tr["rows"]) if r.get("terms")][-RETURN_WINDOW:]
         for term in dict.fromkeys(k for terms in kept for k in terms):
             values = [terms[term] for terms in kept if term in terms]
             ends[name][term] = sum(values) / len(values)
