@@ -38,7 +38,10 @@ Each final policy (rsl-rl-lib's converted by ``Runner.load``) is judged by the p
 this env
 (:class:`~isaac_adapter.evaluation.velocity_probe.IsaacVelocityProbe`): forward 0.5 m/s, then the
 task's own commands (the gait verdict of each), then the project's walking gate on the first of the
-env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``);
+env's envs (its command battery and smoothness command, 4 starts each, ``--gate-horizon-s``). It
+judges as Isaac Lab's play scripts run the task (``--judge-world play``: without the training
+world's pushes every 10-15 s and its observation noise), or in the world the policy trained in
+(``--judge-world training``, as records judged before the choice were);
 ``--no-judge`` leaves them unjudged, for runs that look at the start of the curve only, and
 ``--judge-last`` judges each trainer's newest checkpoint where the deadline stopped it short, or left
 it no time to run, a probe's verdict in one call (the goal's lines leave out a seed where both
@@ -74,8 +77,8 @@ from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 from ppo_bootstrap.ppo import SHUFFLES
 
 from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, RSL_RL, RUNNER, RUNNER_SETTINGS,
-                                                  block_learner_cells, format_seeds, judged_rows, last_mean,
+from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, JUDGE_WORLDS, RSL_RL, RUNNER, RUNNER_SETTINGS,
+                                                  block_learner_cells, format_seeds, judged_rows, judged_world, last_mean,
                                                   learner_state, median_after_first, row_terms, rows_with_devices,
                                                   settled_rows, SETTLED_NOTE, term_lines, trained_setting)
 
@@ -461,7 +464,7 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 
     from g1_acceptance import acceptance_row, print_header, print_row
 
-    probe = IsaacVelocityProbe(env)
+    probe = IsaacVelocityProbe(env, as_played=args.judge_world == "play")
     rows = []
     print_header()
     try:
@@ -472,7 +475,7 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
             ckpt = torch.load(path, map_location="cpu", weights_only=False)
             row = acceptance_row(report, int(ckpt["iteration"]), int(ckpt["total_steps"]), float("nan"))
             row["command"] = "env" if command is None else list(command)
-            row["checkpoint"] = str(path)
+            row["checkpoint"], row["world"] = str(path), args.judge_world
             rows.append(print_row(row))
         with torch.no_grad():
             gate = run_gate(probe, ActorCriticPolicy.from_checkpoint(path, env.reset(), env.num_actions),
@@ -516,13 +519,14 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
             for row in rows:
                 times = [fall["time_s"] for fall in row["falls"]]
                 when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
-                print(f"{name} policy at iteration {row['iteration']}, command {row['command']}: falls {row['fall_rate']:.2%}"
+                print(f"{name} policy at iteration {row['iteration']}, command {row['command']}, "
+                      f"{judged_world(row)}: falls {row['fall_rate']:.2%}"
                       f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "
                       f"{row['double_support']:.2f}, tracking error {row['tracking_error']:.3f} m/s, "
                       f"{'accepted' if row['verdict']['accepted'] else 'rejected'}")
                 if "gate" in row:
                     gate = row["gate"]
-                    print(f"{name} policy at iteration {row['iteration']}, the walking gate: "
+                    print(f"{name} policy at iteration {row['iteration']}, {judged_world(row)}, the walking gate: "
                           f"{'PASS' if gate['passed'] else 'FAIL'} (" + "; ".join(
                               f"{ln['name']} {ln['value']:.3g} {ln['op']} {ln['threshold']:g}"
                               + ("" if ln["passed"] else " FAIL") for ln in gate["lines"]) + ")")
@@ -600,6 +604,9 @@ def main() -> None:
     parser.add_argument("--judge-last", action="store_true",
                         help="flat: judge each trainer's newest checkpoint even where the deadline stopped it short or left it no time "
                              "(probes; the goal's lines still leave out a seed short of 1,000 iterations)")
+    parser.add_argument("--judge-world", choices=JUDGE_WORLDS, default=JUDGE_WORLDS[0],
+                        help="flat: judge as Isaac Lab's play scripts run the task (play: no pushes, no observation "
+                             "noise) or in the world it trained in (training)")
     parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")
     parser.add_argument("--until", type=int, default=None, help="table: that table up to this iteration (default: all)")
     parser.add_argument("--env-overrides", nargs="*", default=[], metavar="env.KEY=VALUE",

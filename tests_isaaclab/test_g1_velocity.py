@@ -18,6 +18,7 @@ import torch
 from ppo_bootstrap import PolicyConfig, PPOConfig, Runner, RunnerConfig
 from ppo_bootstrap.episode import validate_step
 
+from isaac_adapter.evaluation.velocity_probe import IsaacVelocityProbe
 from isaac_adapter.isaaclab.velocity import NJMAX, fall_limit_angle, make_velocity_g1_env, velocity_g1_env_cfg
 from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
@@ -187,3 +188,35 @@ def test_rough_task_builds_and_steps_through_the_adapter(env):
         assert ended > 0  # 1 s episodes: every env ended at least once
     finally:
         rough.close()
+
+
+def test_the_probe_judges_as_played_without_pushes_or_noise_and_gives_both_back(env):
+    """Isaac Lab's play scripts judge the G1 without its training pushes and observation noise; the
+    probe does the same on a built env for the evaluation's duration, unless told not to."""
+    base = env.unwrapped
+    events, observations = base.event_manager, base.observation_manager
+    trained = list(events._mode_term_names["interval"])
+    assert "push_robot" in trained  # Isaac Lab's G1 trains pushed every 10-15 s
+
+    def observed_twice() -> tuple[torch.Tensor, torch.Tensor]:  # one state, observed twice
+        return observations.compute_group("policy").clone(), observations.compute_group("policy").clone()
+
+    first, second = observed_twice()
+    assert not torch.equal(first, second)  # the training world's observation noise
+    probe = IsaacVelocityProbe(env)
+    try:
+        assert events._mode_term_names["interval"] == [] and events._mode_term_cfgs["interval"] == []
+        first, second = observed_twice()
+        assert torch.equal(first, second)
+    finally:
+        probe.close()
+    assert events._mode_term_names["interval"] == trained
+    first, second = observed_twice()
+    assert not torch.equal(first, second)
+    as_trained = IsaacVelocityProbe(env, as_played=False)
+    try:
+        assert events._mode_term_names["interval"] == trained
+        first, second = observed_twice()
+        assert not torch.equal(first, second)
+    finally:
+        as_trained.close()

@@ -11,6 +11,11 @@ env's ``_reset_idx``, which it wraps so that the state of every env that ends is
 Lab resets it. Fixed commands are held by replacing the command term's resampling for the
 duration of the evaluation: every reset then draws the held command, never a standing or heading
 command.
+
+By default the policy is judged as Isaac Lab's play scripts run it (the env config's ``play_mode``):
+without the training world's interval events (Isaac Lab's G1 is pushed at 0.5 m/s every 10-15 s)
+and without observation noise; ``as_played=False`` keeps both. Either way they come back on
+:meth:`IsaacVelocityProbe.close`.
 """
 
 from __future__ import annotations
@@ -36,9 +41,12 @@ class IsaacVelocityProbe:
         env: the task behind an :class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv`.
         feet: the foot bodies, regular expression, in the robot and in the contact sensor.
         command_name: the velocity command term.
+        as_played: judge without the env's interval events and observation noise, as Isaac Lab's
+            play scripts do; False: in the world the policy trained in.
     """
 
-    def __init__(self, env: Any, feet: str = ".*_ankle_roll_link", command_name: str = "base_velocity") -> None:
+    def __init__(self, env: Any, feet: str = ".*_ankle_roll_link", command_name: str = "base_velocity",
+                 as_played: bool = True) -> None:
         self.env = env
         self.base = base = env.unwrapped
         self.dt = float(base.step_dt)
@@ -61,6 +69,24 @@ class IsaacVelocityProbe:
         self._pre_reset: StepSample | None = None
         self._reset_idx = base._reset_idx
         base._reset_idx = self._snapshot_then_reset  # an instance attribute, found before the class's method
+        self.as_played = as_played
+        self._interval_events: tuple[list, list] | None = None
+        self._noise: list[tuple[Any, Any]] = []  # (observation term config, its noise) while played
+        if as_played:
+            self._play()
+
+    def _play(self) -> None:
+        """Take the interval events (pushes) and every observation term's noise away, as the env
+        config's ``play_mode`` does before the env is built."""
+        events = self.base.event_manager
+        if "interval" in events._mode_term_cfgs:
+            self._interval_events = (events._mode_term_names["interval"], events._mode_term_cfgs["interval"])
+            events._mode_term_names["interval"], events._mode_term_cfgs["interval"] = [], []
+        for cfgs in self.base.observation_manager._group_obs_term_cfgs.values():
+            for cfg in cfgs:
+                if cfg.noise is not None:
+                    self._noise.append((cfg, cfg.noise))
+                    cfg.noise = None
 
     def _resample(self, env_ids: Any) -> None:
         self._sample_command(env_ids)
@@ -116,7 +142,14 @@ class IsaacVelocityProbe:
         return sample
 
     def close(self) -> None:
-        """Give the env its own reset and command sampling back."""
+        """Give the env its own reset, command sampling, interval events and observation noise back."""
         self.base._reset_idx = self._reset_idx
         self.command_term._resample_command = self._sample_command
         self._held = None
+        if self._interval_events is not None:
+            events = self.base.event_manager
+            events._mode_term_names["interval"], events._mode_term_cfgs["interval"] = self._interval_events
+            self._interval_events = None
+        for cfg, noise in self._noise:
+            cfg.noise = noise
+        self._noise = []
