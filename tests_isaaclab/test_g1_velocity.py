@@ -166,30 +166,6 @@ def test_runner_trains_a_few_iterations(env, tmp_path):
     assert all(torch.isfinite(p).all() for p in runner.policy.parameters())
 
 
-def test_rough_task_builds_and_steps_through_the_adapter(env):
-    """The rough task (generated terrain, height scan from the torso) builds after the flat one is
-    closed, and its solver gets the rough task's constraint rows: no world overflows them."""
-    from isaaclab_newton.physics import NewtonManager
-
-    env.close()
-    rough = make_velocity_g1_env("Isaac-Velocity-Rough-G1", num_envs=4, device="cpu", episode_length_s=1.0)
-    try:
-        data = NewtonManager._solver.mjw_data
-        assert data.njmax == NJMAX["Isaac-Velocity-Rough-G1"] > NJMAX["Isaac-Velocity-Flat-G1"]
-        obs = rough.reset()
-        assert obs["policy"].shape[0] == 4 and obs["policy"].shape[1] > 99  # the height scan comes on top
-        gen = torch.Generator().manual_seed(0)
-        ended = 0
-        for _ in range(60):
-            res = rough.step(0.3 * torch.randn(4, rough.num_actions, generator=gen))
-            validate_step(4, res)
-            ended += res.final_env_ids.numel()
-            assert not (data.overflow.numpy() & NEFC_OVERFLOW).any()
-        assert ended > 0  # 1 s episodes: every env ended at least once
-    finally:
-        rough.close()
-
-
 def test_the_probe_judges_as_played_without_pushes_or_noise_and_gives_both_back(env):
     """Isaac Lab's play scripts judge the G1 without its training pushes and observation noise; the
     probe does the same on a built env for the evaluation's duration, unless told not to."""
@@ -220,3 +196,27 @@ def test_the_probe_judges_as_played_without_pushes_or_noise_and_gives_both_back(
         assert not torch.equal(first, second)
     finally:
         as_trained.close()
+
+
+def test_rough_task_builds_and_steps_through_the_adapter(env):
+    """The rough task (generated terrain, height scan from the torso) builds after the flat one is
+    closed, and its solver gets the rough task's constraint rows: no world overflows them."""
+    from isaaclab_newton.physics import NewtonManager
+
+    env.close()
+    rough = make_velocity_g1_env("Isaac-Velocity-Rough-G1", num_envs=4, device="cpu", episode_length_s=1.0)
+    try:
+        data = NewtonManager._solver.mjw_data
+        assert data.njmax == NJMAX["Isaac-Velocity-Rough-G1"] > NJMAX["Isaac-Velocity-Flat-G1"]
+        obs = rough.reset()
+        assert obs["policy"].shape[0] == 4 and obs["policy"].shape[1] > 99  # the height scan comes on top
+        gen = torch.Generator().manual_seed(0)
+        ended = 0
+        for _ in range(60):
+            res = rough.step(0.3 * torch.randn(4, rough.num_actions, generator=gen))
+            validate_step(4, res)
+            ended += res.final_env_ids.numel()
+            assert not (data.overflow.numpy() & NEFC_OVERFLOW).any()
+        assert ended > 0  # 1 s episodes: every env ended at least once
+    finally:
+        rough.close()
