@@ -77,10 +77,11 @@ from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 from ppo_bootstrap.ppo import SHUFFLES
 
 from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, JUDGE_WORLDS, RSL_RL, RUNNER, RUNNER_SETTINGS,
-                                                  block_learner_cells, format_seeds, judged_rows, judged_world, last_mean,
-                                                  learner_state, median_after_first, row_terms, rows_with_devices,
-                                                  settled_rows, SETTLED_NOTE, term_lines, trained_setting)
+from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, JUDGE_WORLDS, PLAY_WORLD, RSL_RL, RUNNER,
+                                                  RUNNER_SETTINGS, SETTLED_NOTE, block_learner_cells, format_seeds,
+                                                  judged_rows, judged_world, last_mean, learner_state,
+                                                  median_after_first, row_terms, rows_with_devices, settled_rows,
+                                                  term_lines, trained_setting)
 
 T0 = time.perf_counter()
 
@@ -464,7 +465,7 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 
     from g1_acceptance import acceptance_row, print_header, print_row
 
-    probe = IsaacVelocityProbe(env, as_played=args.judge_world == "play")
+    probe = IsaacVelocityProbe(env, as_played=args.judge_world == PLAY_WORLD)
     rows = []
     print_header()
     try:
@@ -604,7 +605,7 @@ def main() -> None:
     parser.add_argument("--judge-last", action="store_true",
                         help="flat: judge each trainer's newest checkpoint even where the deadline stopped it short or left it no time "
                              "(probes; the goal's lines still leave out a seed short of 1,000 iterations)")
-    parser.add_argument("--judge-world", choices=JUDGE_WORLDS, default=JUDGE_WORLDS[0],
+    parser.add_argument("--judge-world", choices=JUDGE_WORLDS, default=PLAY_WORLD,
                         help="flat: judge as Isaac Lab's play scripts run the task (play: no pushes, no observation "
                              "noise) or in the world it trained in (training)")
     parser.add_argument("--block", type=int, default=100, help="table: iterations per row of the flat phase's per-block table")

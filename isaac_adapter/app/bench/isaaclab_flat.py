@@ -46,7 +46,7 @@ GOAL_ITERATIONS = 1000
 GOAL_SEEDS = 2  # the goal is decided over at least this many seeds; fewer say so in a line of their own
 # where a final policy is judged: as Isaac Lab's play scripts run the task (no interval pushes, no
 # observation noise; the default), or in the world it trained in (records judged before the choice)
-JUDGE_WORLDS = ("play", "training")
+PLAY_WORLD, TRAINING_WORLD = JUDGE_WORLDS = ("play", "training")
 TERMS_EVERY = 10
 
 
@@ -124,7 +124,7 @@ def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
 def judged_world(row: Mapping[str, Any]) -> str:
     """Where an evaluator's row was judged, as the tables name it (:data:`JUDGE_WORLDS`; a row that
     names none was judged in the training world)."""
-    return "as played" if row.get("world", JUDGE_WORLDS[1]) == JUDGE_WORLDS[0] else "in the training world"
+    return "as played" if row.get("world", TRAINING_WORLD) == PLAY_WORLD else "in the training world"
 
 
 @dataclass(frozen=True)
