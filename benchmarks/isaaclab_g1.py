@@ -82,6 +82,7 @@ from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, JUDGE_WORLDS
                                                   judged_rows, judged_world, last_mean, learner_state,
                                                   median_after_first, row_terms, rows_with_devices, settled_rows,
                                                   term_lines, trained_setting)
+from isaac_adapter.evaluation.sweep import number_cell
 
 T0 = time.perf_counter()
 
@@ -491,11 +492,6 @@ def judge_velocity_policy(env: Any, path: Path, args: argparse.Namespace) -> lis
 # -- table ---------------------------------------------------------------------------------------
 
 
-def number_cell(value: float, spec: str) -> str:
-    """``value`` formatted by ``spec``, or ``-`` for nan (nothing to average)."""
-    return "-" if math.isnan(value) else format(value, spec)
-
-
 def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
     """The tables of the records in ``out``; the flat phase's per-block table has a row per ``block``
     iterations, up to iteration ``until`` (all: None)."""
@@ -503,6 +499,7 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
     if flat.exists():
         res = json.loads(flat.read_text())
         n = res["num_envs"]
+        settled = {name: settled_rows(tr["rows"]) for name, tr in res["trainers"].items()}
         print(f"{res['task']}, {n} envs, {res['device']}, build {res['build_s']} s; {SETTLED_NOTE}")
         print("| trainer | network | iterations | wall s/it | collect s | update s | env-steps/s | return (last 10) | length (last 10) |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -511,10 +508,10 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
             if not rows:  # a checkpoint brought here to be judged, its training recorded elsewhere
                 print(f"| {name} | {tr['network']} | judged only | - | - | - | - | - | - |")
                 continue
-            wall, settled = median_after_first(rows, "wall_s"), settled_rows(rows)
+            wall = median_after_first(rows, "wall_s")
             print(f"| {name} | {tr['network']} | {len(rows)} | {wall:.3f} | {median_after_first(rows, 'collect_s'):.3f} | "
-                  f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | {last_mean(settled, 'return'):.2f} | "
-                  f"{last_mean(settled, 'length'):.0f} |")
+                  f"{median_after_first(rows, 'learn_s'):.3f} | {steps * n / wall:,.0f} | "
+                  f"{last_mean(settled[name], 'return'):.2f} | {last_mean(settled[name], 'length'):.0f} |")
         for name in res["trainers"]:
             rows = judged_rows(res, name)
             for row in rows:
@@ -539,14 +536,13 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, tr in res["trainers"].items():
             rows = [r for r in tr["rows"] if until is None or r["it"] <= until]
-            settled = settled_rows(tr["rows"])  # the episode limit read from all the rows
             for lo in range(0, len(rows), block):
                 part = rows[lo:lo + block]
                 wall = statistics.median(r["wall_s"] for r in part)
                 timeouts = f"{sum(r['timeouts'] for r in part):,}" if all("timeouts" in r for r in part) else "-"
                 gpus = " + ".join(dict.fromkeys(r.get("device", res["device"]) for r in part))
                 rate, std = block_learner_cells(part)
-                whole = [r for r in settled if part[0]["it"] <= r["it"] <= part[-1]["it"]]
+                whole = [r for r in settled[name] if part[0]["it"] <= r["it"] <= part[-1]["it"]]
                 print(f"| {name} | {part[0]['it']}-{part[-1]['it']} | {wall:.3f} | {tr['steps_per_env'] * n / wall:,.0f} | "
                       f"{number_cell(last_mean(whole, 'return'), '.2f')} | {number_cell(last_mean(whole, 'length'), '.0f')} | "
                       f"{sum(r['ended'] for r in part):,} | {timeouts} | {rate} | {std} | {gpus} |")

@@ -17,7 +17,6 @@ What the evaluator needs from an env beyond :class:`ppo_bootstrap.env.VecEnv` is
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from isaac_adapter.evaluation.gait import (
     Acceptance, GaitMetrics, GaitThresholds, accept, policy_verdict, trace_gait_metrics,
 )
 from isaac_adapter.evaluation.judge import FALL, OUTCOMES, FallJudgement, ThresholdSet, judge_falls
-from isaac_adapter.evaluation.sweep import SweepResult, format_sweep_table, sweep
+from isaac_adapter.evaluation.sweep import SweepResult, format_sweep_table, number_cell, sweep
 from isaac_adapter.evaluation.trace import RolloutTrace, StepSample, TraceBuilder, at_step
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES, NEVER
 
@@ -227,10 +226,6 @@ class EvalReport:
         return "\n".join(lines)
 
 
-def _fmt_s(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.2f}"
-
-
 def format_env_table(report: EvalReport, max_rows: int = 16) -> str:
     """Per-env rows: outcome, cause, times, terminal posture, gait metrics, acceptance."""
     j, g, a, term = report.judgement, report.gait, report.acceptance, report.terminal
@@ -244,11 +239,11 @@ def format_env_table(report: EvalReport, max_rows: int = 16) -> str:
     )
     lines = [header]
     for env in range(min(max_rows, report.trace.num_envs)):
-        firsts = "/".join(_fmt_s(float(v)) for v in raw_s[env])
+        firsts = "/".join(number_cell(float(v), ".2f") for v in raw_s[env])
         verdict = "accepted" if bool(a.accepted[env]) else "rejected: " + ", ".join(a.reasons(env))
         lines.append(
             f"{env:>4} {float(cmd[env, 0]):>6.2f} {OUTCOMES[int(j.outcome[env])]:>8} {CAUSE_NAMES[int(j.cause[env])]:>10} "
-            f"{_fmt_s(float(end_s[env])):>6} {firsts:>17} {float(term.height[env]):>6.3f} "
+            f"{number_cell(float(end_s[env]), '.2f'):>6} {firsts:>17} {float(term.height[env]):>6.3f} "
             f"{float(term.tilt_xy[env]):>5.2f} {float(term.lateral_vel[env]):>6.2f} {float(g.displacement_m[env]):>6.3f} "
             f"{float(g.double_support_ratio[env]):>5.2f} {float(g.mean_air_time_s[env]):>5.2f} "
             f"{float(g.step_frequency_hz[env]):>5.2f} {float(g.velocity_tracking_error[env]):>5.2f} "

@@ -116,8 +116,9 @@ def sweep(
     return SweepResult(rows, judgements, trace.fingerprint(), trace.horizon_steps * trace.dt)
 
 
-def _seconds(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.3f}"
+def number_cell(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec`` for a table, or ``-`` for nan (nothing measured)."""
+    return "-" if math.isnan(value) else format(value, spec)
 
 
 def format_sweep_table(result: SweepResult) -> str:
@@ -138,7 +139,7 @@ def format_sweep_table(result: SweepResult) -> str:
         lines.append(
             f"{t.name:<22} {t.eval_success_height:>6.2f} {t.tilt_xy_max:>5.2f} {t.lateral_vel_max:>5.2f} "
             f"{row.fall_rate:>7.1%} {row.timeout_rate:>8.1%} {row.survivors / row.num_envs:>8.1%} "
-            f"{_seconds(row.first_fall_s):>10} {_seconds(row.median_fall_s):>10}  "
+            f"{number_cell(row.first_fall_s, '.3f'):>10} {number_cell(row.median_fall_s, '.3f'):>10}  "
             f"{c['height']:>3}/{c['tilt']}/{c['lateral']}/{c['train_rule']:<8} {accepted:>9}{note}"
         )
     return "\n".join(lines)
