@@ -77,11 +77,11 @@ from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES
 from ppo_bootstrap.ppo import SHUFFLES
 
 from isaac_adapter.app.bench.common import EpisodeMeter
-from isaac_adapter.app.bench.isaaclab_flat import (FORWARD_COMMAND, JUDGE_WORLDS, PLAY_WORLD, RSL_RL, RUNNER,
-                                                  RUNNER_SETTINGS, SETTLED_NOTE, block_learner_cells, format_seeds,
-                                                  judged_rows, judged_world, last_mean, learner_state,
-                                                  median_after_first, row_terms, rows_with_devices, settled_rows,
-                                                  term_lines, trained_setting)
+from isaac_adapter.app.bench.isaaclab_flat import (FALL_BIN_S, FORWARD_COMMAND, JUDGE_WORLDS, PLAY_WORLD, RSL_RL,
+                                                  RUNNER, RUNNER_SETTINGS, SETTLED_NOTE, block_learner_cells,
+                                                  falls_per_bin, format_seeds, judged_rows, judged_world, last_mean,
+                                                  learner_state, median_after_first, row_terms, rows_with_devices,
+                                                  settled_rows, term_lines, trained_setting)
 from isaac_adapter.evaluation.sweep import number_cell
 
 T0 = time.perf_counter()
@@ -516,7 +516,10 @@ def print_tables(out: Path, block: int = 100, until: int | None = None) -> None:
             rows = judged_rows(res, name)
             for row in rows:
                 times = [fall["time_s"] for fall in row["falls"]]
-                when = f" (at {min(times):.2f}-{max(times):.2f} s)" if times else ""
+                when = ""
+                if times:  # when they fell: at the start, or later (under a push in the training world, say)
+                    per_bin = ", ".join(map(str, falls_per_bin(times, res["args"]["horizon_s"])))
+                    when = f" (at {min(times):.2f}-{max(times):.2f} s; per {FALL_BIN_S:g} s: {per_bin})"
                 print(f"{name} policy at iteration {row['iteration']}, command {row['command']}, "
                       f"{judged_world(row)}: falls {row['fall_rate']:.2%}"
                       f"{when}, air time {row['air_time_s']:.3f} s, {row['step_frequency_hz']:.2f} Hz, double support "

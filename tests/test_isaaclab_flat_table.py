@@ -14,7 +14,8 @@ import pytest
 from isaac_adapter.app.bench import isaaclab_flat
 from isaac_adapter.app.bench.isaaclab_flat import (GOAL_ITERATIONS, RSL_RL, RUNNER, block_learner_cells, env_terms,
                                                    last_mean, learner_state, median_after_first, row_terms,
-                                                   rows_with_devices, seed_rows, settled_rows, term_lines)
+                                                   falls_per_bin, rows_with_devices, seed_rows, settled_rows,
+                                                   term_lines)
 
 
 def goal_lines(rows: list) -> list[str]:
@@ -307,6 +308,24 @@ def test_iterations_that_ended_partial_episodes_after_a_resume_are_left_out_of_t
     assert "| ppo_bootstrap | (8,) | 5 | 1.000 | 1.000 | 0.000 | 98,304 | 22.00 | 933 |" in done.stdout
     assert "| ppo_bootstrap | 3-4 | 1.000 | 98,304 | - | - | 20 | 20 | - | - | test |" in done.stdout
     assert "| ppo_bootstrap | 5-5 | 1.000 | 98,304 | 22.00 | 850 | 10 | 8 | - | - | test |" in done.stdout
+
+
+def test_a_judged_line_counts_its_falls_per_five_seconds(tmp_path) -> None:
+    # a 15 s rollout: [0, 5), [5, 10), [10, 15]; a fall at the horizon itself is in the last bin
+    assert falls_per_bin([0.3, 4.99, 5.0, 11.2, 15.0], 15.0) == [2, 1, 2]
+    assert falls_per_bin([], 10.0) == [0, 0]
+    assert falls_per_bin([1.0], 2.0) == [1]  # a horizon shorter than a bin: one bin
+    rec = json.loads(json.dumps(SEED0))
+    rec["args"] = {"horizon_s": 15.0}
+    fell = [{"env": e, "command": [0.5, 0.0, 0.0], "cause": "lateral", "time_s": t} for e, t in ((3, 1.5), (7, 12.25))]
+    rec["trainers"][RUNNER]["judged"][0].update(falls=fell, fall_rate=2 / 256)
+    (tmp_path / "flat.json").write_text(json.dumps(rec))
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "isaaclab_g1.py"), "table", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ("ppo_bootstrap policy at iteration 4, command [0.5, 0.0, 0.0], in the training world: falls 0.78% "
+            "(at 1.50-12.25 s; per 5 s: 1, 0, 1), air time") in done.stdout
+    assert "rsl_rl policy at iteration 4, command [0.5, 0.0, 0.0], in the training world: falls 0.00%, air time" in done.stdout
 
 
 def test_seeds_with_fewer_iterations_than_the_goal_asks_are_left_out_of_its_lines() -> None:

@@ -19,6 +19,7 @@ seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -48,6 +49,7 @@ GOAL_SEEDS = 2  # the goal is decided over at least this many seeds; fewer say s
 # observation noise; the default), or in the world it trained in (records judged before the choice)
 PLAY_WORLD, TRAINING_WORLD = JUDGE_WORLDS = ("play", "training")
 TERMS_EVERY = 10
+FALL_BIN_S = 5.0  # a judged line counts its falls per this many seconds of the rollout
 
 
 def env_terms(means: Mapping[str, float], prefix: str = "") -> dict[str, float]:
@@ -119,6 +121,15 @@ def judged_rows(record: dict[str, Any], trainer: str) -> list[dict]:
     if rows is None and trainer == RUNNER:
         rows = record.get("judged")
     return rows or []
+
+
+def falls_per_bin(times_s: Iterable[float], horizon_s: float) -> list[int]:
+    """How many of the falls at ``times_s`` came in each :data:`FALL_BIN_S` of a ``horizon_s`` rollout
+    (the last bin closed at the horizon): when a policy falls, at the start or under a later push."""
+    bins = [0] * max(1, math.ceil(horizon_s / FALL_BIN_S))
+    for t in times_s:
+        bins[min(int(t // FALL_BIN_S), len(bins) - 1)] += 1
+    return bins
 
 
 def judged_world(row: Mapping[str, Any]) -> str:
