@@ -69,7 +69,6 @@ class IsaacVelocityProbe:
         self._pre_reset: StepSample | None = None
         self._reset_idx = base._reset_idx
         base._reset_idx = self._snapshot_then_reset  # an instance attribute, found before the class's method
-        self.as_played = as_played
         self._interval_events: tuple[list, list] | None = None
         self._noise: list[tuple[Any, Any]] = []  # (observation term config, its noise) while played
         if as_played:
