@@ -130,6 +130,41 @@ def test_warp_compile_measures_one_row_per_foot_collider(monkeypatch, capsys) ->
     assert rows == [["0", "-", "convex", "-", "native"], ["0", "-", "primitive", "-", "native"]]
 
 
+def test_warp_compile_preload_via_makes_a_row_per_way_only_where_there_is_a_preload(monkeypatch, capsys) -> None:
+    """``--preload-via launch force_load`` with preload workers 0 and 16: one row without a preload
+    (there is nothing to load either way), two with it; each child is asked for its way, and a failed
+    row names it."""
+    import json
+    import subprocess
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):  # Warp's own call breaks with 16 workers, the rest print their ROW line
+        workers, via = int(cmd[cmd.index("--preload-workers") + 1]), cmd[cmd.index("--preload-via") + 1]
+        asked.append((workers, via))
+        if workers and via == "force_load":
+            return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="RuntimeError: error 901\n")
+        row = {"device": "cuda:0", "preload_workers": workers, "preload_via": via if workers else None,
+               "compile_workers": 0, "cache": "empty", "box_box": "primitive", "adjoints": True, "output": "native",
+               "preload_s": 6.0 if workers else 0.0, "build_s": 30.0, "first_step_s": 0.1, "total_s": 36.1,
+               "named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0,
+               "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    with pytest.raises(SystemExit, match="1 of 3 rows failed"):
+        warp_compile.main(["--device", "cuda:0", "--preload-workers", "0", "16", "--preload-via", "launch",
+                           "force_load", "--adjoints", "on"])
+    assert asked == [(0, "launch"), (16, "launch"), (16, "force_load")]
+    out = capsys.readouterr().out
+    assert "--preload-workers 16 --preload-via force_load --box-box primitive --adjoints on" in out
+    rows = [ln.split()[:3] for ln in out.splitlines() if ln[:3] in ("0  ", "16 ")]
+    assert rows == [["0", "0", "primitive"], ["16", "0", "primitive"]]
+    assert warp_compile._preload({"preload_workers": 16, "preload_via": "force_load"}) == "16 (wp.force_load)"
+
+
 def test_warp_compile_measures_one_row_per_compile_workers(monkeypatch, capsys) -> None:
     import json
     import subprocess

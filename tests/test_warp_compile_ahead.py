@@ -67,6 +67,42 @@ def test_an_occupancy_query_in_a_recorded_run_loads_its_module_for_real(monkeypa
     assert wp.get_suggested_block_size is query and context.get_suggested_block_size is query  # put back
 
 
+def test_modules_loaded_side_by_side_find_the_cuda_context_acquired_on_the_calling_thread(monkeypatch) -> None:
+    """Warp acquires a CUDA context at the first read of ``Device.context``, unlocked: loads racing
+    there leave the context's current stream on CUDA's legacy stream, which breaks a later graph
+    capture. Each device's context is read once, on the calling thread, before any load starts."""
+    import threading
+
+    from isaac_adapter.backends import warp_stream
+
+    events = []
+
+    class FakeCuda:
+        is_cuda = True
+
+        @property
+        def context(self):
+            events.append(("context", threading.current_thread()))
+            return 1
+
+    class FakeModule:
+        def __init__(self, name):
+            self.name = name
+
+        def load(self, device, block_dim):
+            events.append(("load", threading.current_thread()))
+            return (self.name, block_dim)
+
+    cuda, real_get_device = FakeCuda(), wp.get_device
+    monkeypatch.setattr(warp_stream.wp, "get_device", lambda device: cuda if device == "cuda:0" else real_get_device(device))
+    variants = [(FakeModule(f"m{i}"), "cuda:0", 256) for i in range(6)] + [(FakeModule("cpu"), "cpu", 1)]
+    loaded = warp_stream._load_side_by_side(variants, workers=4)
+    assert loaded == [(f"m{i}", 256) for i in range(6)] + [("cpu", 1)]
+    assert events[0] == ("context", threading.main_thread())
+    assert [kind for kind, _ in events].count("context") == 1  # the CPU device has none
+    assert sorted(kind for kind, _ in events[1:]) == ["load"] * 7
+
+
 def test_python_attributes_are_put_back_as_they_were() -> None:
     """What a recorded run of a program with Python state leaves behind (as Newton's step does: a
     consumed set of pending changes, swapped buffers, a counter, a cache made on first use) is put

@@ -3,6 +3,7 @@
     python benchmarks/warp_compile.py                                  # Warp's CPU device, a fresh kernel cache
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 16
     python benchmarks/warp_compile.py --device cuda:0 --cache /tmp/wc   # warm: the cache of an earlier run
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 16 1 --preload-via launch force_load
     python benchmarks/warp_compile.py --preload-workers 0 --training-start   # and a whole training start
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --optimization-level 1
     python benchmarks/warp_compile.py --preload-workers 0 --box-box convex primitive   # the feet's collider
@@ -22,6 +23,8 @@ module the first time one of its kernels is launched, one after the other; with
 ``--preload-workers N`` the named modules seen in a cold run are compiled first, N at a time, in
 the variant a launch loads (``backends.warp_stream.preload_modules``), before the backend is built.
 The per-model kernels do not exist before the first call, so they still compile one by one.
+``--preload-via force_load`` loads them with Warp's own ``wp.force_load(..., max_workers=N)``
+instead, as the first try did.
 
 ``--training-start`` adds a whole training start: ``examples/g1_walk.py --task G1-Walk-Clock-Fast-v0
 --symmetry both`` for one iteration on the same device and env count, in a fresh process with an
@@ -68,6 +71,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -106,9 +110,11 @@ def split_loads(log: str) -> dict[str, float]:
 
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
-            sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True) -> dict:
+            sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True,
+            preload_via: str = "launch") -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
-    the phase times and the load split."""
+    the phase times and the load split. A run that fails writes the end of Warp's log (the modules
+    it loaded last) to stderr before it raises."""
     import warp as wp
 
     wp.config.kernel_cache_dir = cache or tempfile.mkdtemp(prefix="warp_cold_")
@@ -119,53 +125,71 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
                  "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers,
-                 "build_preload": build_preload if sim == "isaaclab" and compile_workers else None}
-    with contextlib.redirect_stdout(log):
-        wp.init()
-        # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
-        # choice when the driver is older than Warp's toolkit, and the application's), and the two
-        # versions behind Warp's choice
-        row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
-        row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
-        import mujoco_warp  # noqa: F401  (imported before the clock starts: its import time is no phase's)
-        import torch
-
-        from isaac_adapter.backends.warp_stream import preload_modules
-        from isaac_adapter.tasks.g1_walk.config import clock_fast_config
-        from isaac_adapter.tasks.g1_walk.env import make_warp_backend
-
-        start = time.perf_counter()
-        if preload_workers:  # in the variant a launch loads (wp.force_load's default on the CPU is another)
-            preload_modules([f"mujoco_warp._src.{name}" for name in NAMED_MODULES], device, preload_workers)
-        row["preload_s"] = time.perf_counter() - start
-        start = time.perf_counter()
-        cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
-                                warp_compile_workers=compile_workers)
-        if sim == "isaaclab":
-            from isaac_adapter.isaaclab import g1_direct
-            from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
-
-            wp.config.quiet = False  # Isaac Lab's import silences the module load lines the split reads
-
-            if not build_preload:  # the env as it was before it loaded these ahead of its build
-                g1_direct.PRELOADED_MODULES = ()
-
-            env = make_g1_direct_env(cfg, device=device)
-            row["build_s"] = time.perf_counter() - start
-            start = time.perf_counter()
-            env.reset()
-            env.step(torch.zeros(num_envs, env.num_actions, device=device))
-        else:
-            backend, nominal, _ = make_warp_backend(cfg, check_every=0)
-            row["build_s"] = time.perf_counter() - start
-            start = time.perf_counter()
-            backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        row["first_step_s"] = time.perf_counter() - start
+                 "build_preload": build_preload if sim == "isaaclab" and compile_workers else None,
+                 "preload_via": preload_via if preload_workers else None}
+    try:
+        with contextlib.redirect_stdout(log):
+            _build_and_step(row, device, num_envs, preload_workers, preload_via, box_box, sim, compile_workers,
+                            build_preload)
+    except BaseException:
+        print("".join(log.getvalue().splitlines(keepends=True)[-30:]), file=sys.stderr, flush=True)
+        raise
     row["total_s"] = row["preload_s"] + row["build_s"] + row["first_step_s"]
     row.update(split_loads(log.getvalue()))
     return row
+
+
+def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int, preload_via: str,
+                    box_box: str, sim: str, compile_workers: int, build_preload: bool) -> None:
+    """:func:`one_run`'s measured part (Warp's log going where stdout goes): the phase times into ``row``."""
+    import warp as wp
+
+    wp.init()
+    # what a CUDA module compiles to: PTX (the driver finishes it at load) or CUBIN (Warp's
+    # choice when the driver is older than Warp's toolkit, and the application's), and the two
+    # versions behind Warp's choice
+    row["output"] = wp.get_device(device).get_cuda_output_format() or "native"
+    row["toolkit"], row["driver"] = wp.get_cuda_toolkit_version(), wp.get_cuda_driver_version()
+    import mujoco_warp  # noqa: F401  (imported before the clock starts: its import time is no phase's)
+    import torch
+
+    from isaac_adapter.backends.warp_stream import preload_modules
+    from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+    from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+    start = time.perf_counter()
+    named = [f"mujoco_warp._src.{name}" for name in NAMED_MODULES]
+    if preload_workers and preload_via == "force_load":  # Warp's own call, as first tried
+        wp.force_load(device=device, modules=[wp.get_module(importlib.import_module(n).__name__) for n in named],
+                      max_workers=preload_workers)
+    elif preload_workers:  # in the variant a launch loads
+        preload_modules(named, device, preload_workers)
+    row["preload_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
+                            warp_compile_workers=compile_workers)
+    if sim == "isaaclab":
+        from isaac_adapter.isaaclab import g1_direct
+        from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
+
+        wp.config.quiet = False  # Isaac Lab's import silences the module load lines the split reads
+
+        if not build_preload:  # the env as it was before it loaded these ahead of its build
+            g1_direct.PRELOADED_MODULES = ()
+
+        env = make_g1_direct_env(cfg, device=device)
+        row["build_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        env.reset()
+        env.step(torch.zeros(num_envs, env.num_actions, device=device))
+    else:
+        backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+        row["build_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    row["first_step_s"] = time.perf_counter() - start
 
 
 def slowest_loads(log: str, count: int = 3) -> list[tuple[str, float]]:
@@ -205,6 +229,11 @@ def _output(row: dict) -> str:
     if output in ("native", "-"):
         return output
     return f"{output} (toolkit {_version(row['toolkit'])}, driver {_version(row['driver'])})"
+
+
+def _preload(row: dict) -> str:
+    """The table's preload cell: the workers, and ``(wp.force_load)`` where Warp's own call loaded them."""
+    return str(row["preload_workers"]) + (" (wp.force_load)" if row.get("preload_via") == "force_load" else "")
 
 
 def _build_preload(row: dict) -> str:
@@ -250,6 +279,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--preload-workers", type=int, nargs="+", default=[0, 2],
                    help="one row each; 0: no preload (Warp's own serial loading)")
+    p.add_argument("--preload-via", nargs="+", choices=("launch", "force_load"), default=["launch"],
+                   help="how --preload-workers loads the named modules, one row each: in the variant a launch loads "
+                   "(launch, default) or by Warp's wp.force_load(..., max_workers=N), as first tried")
     p.add_argument("--cache", default=None, help="a kernel cache directory to reuse (default: an empty one per row)")
     p.add_argument("--optimization-level", type=int, choices=range(4), default=None,
                    help="Warp's compiler optimisation level for every row (default: Warp's own, -O3 on CUDA, -O2 on the CPU)")
@@ -288,18 +320,20 @@ def main(argv: list[str] | None = None) -> None:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
                                           args.sim, args.cuda_output[0], args.compile_workers[0],
-                                          args.build_preload[0] == "on")))
+                                          args.build_preload[0] == "on", args.preload_via[0])))
         return
     rows, failed = [], []
     # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
-    combos = [(b, w, a, o, c, bp) for b in args.box_box for w in args.preload_workers for a in args.adjoints
-              for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
-              if bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0)]
-    for box_box, workers, adjoints, output, ahead, build_preload in combos:
+    # so is the way of the preload, with preload workers
+    combos = [(b, w, v, a, o, c, bp) for b in args.box_box for w in args.preload_workers for v in args.preload_via
+              for a in args.adjoints for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
+              if (bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0))
+              and (v == args.preload_via[0] or w > 0)]
+    for box_box, workers, via, adjoints, output, ahead, build_preload in combos:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
                "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead),
-               "--build-preload", build_preload] + (
+               "--build-preload", build_preload, "--preload-via", via] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -309,7 +343,8 @@ def main(argv: list[str] | None = None) -> None:
             done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:  # keep the rows measured so far; say why this one has none
-            failed.append(f"--preload-workers {workers} --box-box {box_box} --adjoints {adjoints} "
+            failed.append(f"--preload-workers {workers}" + (f" --preload-via {via}" if via != "launch" else "")
+                          + f" --box-box {box_box} --adjoints {adjoints} "
                           f"--cuda-output {output} --compile-workers {ahead}"
                           + (f" --build-preload {build_preload}" if args.sim == "isaaclab" and ahead else "")
                           + f": {failure(done)}")
@@ -322,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
-    table = [[str(r["preload_workers"]), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
+    table = [[_preload(r), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
               r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
               f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
