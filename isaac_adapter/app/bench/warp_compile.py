@@ -160,8 +160,9 @@ def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int,
     start = time.perf_counter()
     named = [f"mujoco_warp._src.{name}" for name in NAMED_MODULES]
     if preload_workers and preload_via == "force_load":  # Warp's own call, as first tried
-        wp.force_load(device=device, modules=[wp.get_module(importlib.import_module(n).__name__) for n in named],
-                      max_workers=preload_workers)
+        for name in named:
+            importlib.import_module(name)
+        wp.force_load(device=device, modules=[wp.get_module(name) for name in named], max_workers=preload_workers)
     elif preload_workers:  # in the variant a launch loads
         preload_modules(named, device, preload_workers)
     row["preload_s"] = time.perf_counter() - start
