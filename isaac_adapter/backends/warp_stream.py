@@ -225,8 +225,8 @@ def _load_side_by_side(variants: list[tuple[Any, Any, int | None]], workers: int
     the device's current one, and when the streams that lost are collected, Warp sets the context's
     current stream to CUDA's legacy stream. A later ``array.zero_()`` inside a graph capture then
     breaks the capture (CUDA error 906, then 901 at the next launch; BENCHMARKS.md, the cold start)."""
-    for device in {str(device): device for _, device, _ in variants}.values():
-        if wp.get_device(device).is_cuda:
-            wp.get_device(device).context  # noqa: B018  (acquired now, on this thread)
+    for device in {str(device): wp.get_device(device) for _, device, _ in variants}.values():  # Device: unhashable
+        if device.is_cuda:
+            device.context  # noqa: B018  (acquired now, on this thread)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return [done.result() for done in [pool.submit(m.load, device, block_dim) for m, device, block_dim in variants]]
