@@ -253,3 +253,48 @@ def test_the_table_of_records_gives_each_lines_mean_over_the_seeds(tmp_path, cap
         g1_gate.main(["--table", str(tmp_path / "other.json")])
     with pytest.raises(SystemExit, match="^error: --table prints records already written; give it no checkpoint"):
         g1_gate.main([CHECKPOINT, "--table", str(tmp_path / "a.json")])
+
+
+def test_each_fall_is_told_by_its_rule_time_kick_and_state() -> None:
+    """Three battery envs end, each by one rule, on a hand-made trace at 20 ms: env 1 dips to 0.59 m
+    at step 30, 10 steps after its kick at step 20 (0.62 s, 0.20 s after it); env 4 slides at 1.3 m/s
+    from step 60 with no kick (lateral, counted after its 0.7 s grace: from step 60, 1.22 s); env 8
+    tilts to 0.9 at step 40 (0.82 s). The table says each in one line, and ``--table`` sums them by rule."""
+    rule = ThresholdSet(name="eval", eval_success_height=0.6, tilt_xy_max=0.8, lateral_vel_max=1.15,
+                        tilt_grace_s=0.4, lateral_grace_s=0.7)
+    cfg = robust_gate_config(starts=2)
+    n, t = cfg.num_envs, 100
+    height, lateral, tilt = torch.full((t, n), 0.75), torch.zeros(t, n), torch.zeros(t, n)
+    height[30:, 1] = 0.59
+    lateral[60:, 4] = -1.3
+    tilt[40:, 8] = 0.9
+    trace = make_trace(t, n, base_height=height, lateral_vel=lateral, tilt_xy=tilt)
+    trace.command = cfg.commands().expand(t, n, 3).clone()
+    trace.action, trace.joint_vel = torch.zeros(t, n, 29), torch.zeros(t, n, 29)
+    trace.pushed = torch.zeros(t, n, dtype=torch.bool)
+    trace.pushed[20, 1] = True
+    trace.pushed[80, 4] = True  # after its fall: no kick before it
+    result = judge_gate(trace, rule, torch.tensor([0, 1, 2]), cfg)
+    assert [(f["command"], f["env"], f["cause"]) for f in result.falls] == [
+        ("forward 0.8", 1, "height"), ("turn left", 4, "lateral"), ("strafe 0.4", 8, "tilt")]
+    height_fall, lateral_fall, tilt_fall = result.falls
+    assert height_fall["time_s"] == pytest.approx(0.62) and height_fall["since_kick_s"] == pytest.approx(0.20)
+    assert height_fall["root_height_m"] == pytest.approx(0.59)
+    assert lateral_fall["time_s"] == pytest.approx(1.22) and lateral_fall["since_kick_s"] is None
+    assert lateral_fall["lateral_speed_m_s"] == pytest.approx(1.3)
+    assert tilt_fall["time_s"] == pytest.approx(0.82) and tilt_fall["tilt_xy"] == pytest.approx(0.9)
+    table = result.format()
+    assert ("fall: forward 0.8 (env 1): height at 0.62 s, 0.20 s after a kick; root 0.590 m, lateral speed 0.00 m/s, "
+            "tilt 0.00") in table
+    assert "fall: turn left (env 4): lateral at 1.22 s; root 0.750 m, lateral speed 1.30 m/s" in table
+    assert result.as_dict()["falls"] == result.falls
+
+    from isaac_adapter.app.bench import g1_gate
+
+    twice = {"checkpoint": "runs/a.pt", "seeds": [result.as_dict(), {**result.as_dict(), "falls": [
+        {**height_fall, "root_height_m": 0.5, "since_kick_s": 0.9}]}]}
+    assert g1_gate.fall_causes(twice) == ("height 2 (root 0.500-0.590 m, 0.20-0.90 s after a kick), "
+                                          "lateral 1 (root 0.750 m), tilt 1 (root 0.750 m)")
+    assert g1_gate.fall_causes({"checkpoint": "runs/old.pt", "seeds": [{"lines": []}]}) == ""
+    unkicked = {"checkpoint": "runs/b.pt", "seeds": [{"falls": [height_fall, {**height_fall, "since_kick_s": None}]}]}
+    assert g1_gate.fall_causes(unkicked) == "height 2 (root 0.590 m, 1 of them 0.20 s after a kick)"

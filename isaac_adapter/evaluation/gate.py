@@ -54,8 +54,9 @@ from ppo_bootstrap.progress import Progress
 from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy, EvalReport
 from isaac_adapter.evaluation.gait import walking_means
 from isaac_adapter.evaluation.g1_probe import G1WalkProbe
-from isaac_adapter.evaluation.judge import FALL, ThresholdSet, judge_falls
+from isaac_adapter.evaluation.judge import FALL, FallJudgement, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
+from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
 
 Command = tuple[float, float, float]
@@ -191,12 +192,14 @@ class GateLine:
 
 @dataclass
 class GateResult:
-    """The gate's lines, and per battery command ``{name: {"falls", "tracking_perf"}}`` for the record."""
+    """The gate's lines, and per battery command ``{name: {"falls", "tracking_perf"}}`` for the record;
+    ``falls``: what :func:`fall_details` says of each battery fall."""
 
     lines: list[GateLine]
     per_command: dict[str, dict[str, float]]
     smoothness_falls: int
     config: GateConfig
+    falls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -205,7 +208,7 @@ class GateResult:
     def as_dict(self) -> dict:
         return {"passed": self.passed, "smoothness_falls": self.smoothness_falls, "per_command": self.per_command,
                 "lines": [{**asdict(line), "passed": line.passed} for line in self.lines],
-                "config": asdict(self.config)}
+                "falls": self.falls, "config": asdict(self.config)}
 
     def format(self) -> str:
         """The gate table: line, measured value, threshold, PASS / FAIL; then the overall verdict."""
@@ -230,9 +233,40 @@ class GateResult:
         if self.per_command:
             out.append("per command: " + "; ".join(f"{name}: {int(v['falls'])} falls, perf {v['tracking_perf']:.3f}"
                                                   for name, v in self.per_command.items()))
+        out += [f"fall: {describe_fall(fall)}" for fall in self.falls]
         if self.smoothness_falls:
             out.append(f"note: {self.smoothness_falls} smoothness env(s) fell; their windows end at the fall")
         return "\n".join(out)
+
+
+def fall_details(trace: RolloutTrace, judgement: FallJudgement, envs: slice, commands: list[str]) -> list[dict[str, Any]]:
+    """What each fall of ``envs`` was, one dict per fallen env in env order: its command (``commands``
+    holds one name per env of ``envs``), the rule that counted it (``cause``: height, tilt, lateral;
+    ``train_rule`` where the env's own rule ended it first), when (``time_s``), how long after the
+    env's last kick (``since_kick_s``; None without one), and the root height (m), lateral speed
+    (m/s) and tilt (``tilt_xy``) at that step: a dip just under the height limit after a kick and a
+    collapse read alike in a count of falls."""
+    out = []
+    end_s = judgement.end_time_s()
+    for i, env in enumerate(range(*envs.indices(trace.num_envs))):
+        if judgement.outcome[env] != FALL:
+            continue
+        step = int(judgement.end_step[env])
+        kicks = [] if trace.pushed is None else torch.nonzero(trace.pushed[: step + 1, env]).flatten().tolist()
+        out.append({"command": commands[i], "env": env, "cause": CAUSE_NAMES[int(judgement.cause[env])],
+                    "time_s": round(float(end_s[env]), 4),
+                    "since_kick_s": round((step - kicks[-1]) * trace.dt, 4) if kicks else None,
+                    "root_height_m": round(float(trace.base_height[step, env]), 4),
+                    "lateral_speed_m_s": round(abs(float(trace.lateral_vel[step, env])), 4),
+                    "tilt_xy": round(float(trace.tilt_xy[step, env]), 4)})
+    return out
+
+
+def describe_fall(fall: dict[str, Any]) -> str:
+    """One fall of :func:`fall_details` in words."""
+    kick = "" if fall["since_kick_s"] is None else f", {fall['since_kick_s']:.2f} s after a kick"
+    return (f"{fall['command']} (env {fall['env']}): {fall['cause']} at {fall['time_s']:.2f} s{kick}; root "
+            f"{fall['root_height_m']:.3f} m, lateral speed {fall['lateral_speed_m_s']:.2f} m/s, tilt {fall['tilt_xy']:.2f}")
 
 
 def judge_gate(trace: RolloutTrace, rule: ThresholdSet, leg_ids: torch.Tensor, cfg: GateConfig) -> GateResult:
@@ -245,7 +279,8 @@ def judge_gate(trace: RolloutTrace, rule: ThresholdSet, leg_ids: torch.Tensor, c
     if trace.action is None or trace.joint_vel is None:
         raise ValueError("the gate needs a trace with actions and joint velocities (the G1 probe records them)")
     th, k = cfg.thresholds, cfg.starts
-    fell = judge_falls(trace, rule).outcome == FALL
+    judgement = judge_falls(trace, rule)
+    fell = judgement.outcome == FALL
     battery = slice(0, k * len(cfg.battery))
     if cfg.recovery_s > 0 and trace.pushed is None:
         raise ValueError("recovery_s needs a trace that records the pushes (a task with pushes)")
@@ -276,7 +311,8 @@ def judge_gate(trace: RolloutTrace, rule: ThresholdSet, leg_ids: torch.Tensor, c
         GateLine("leg joint velocity RMS (rad/s)", masked_rms(trace.joint_vel[..., leg_ids], window),
                  th.max_leg_joint_vel_rms, "<="),
     ]
-    return GateResult(lines, per_command, int(fell[smooth].sum()), cfg)
+    names = [name for name, _ in cfg.battery for _ in range(k)]
+    return GateResult(lines, per_command, int(fell[smooth].sum()), cfg, fall_details(trace, judgement, battery, names))
 
 
 def run_gate(probe: G1WalkProbe, policy: EvalPolicy, cfg: GateConfig | None = None, progress: Progress = False) -> GateResult:
