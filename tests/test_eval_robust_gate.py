@@ -298,3 +298,17 @@ def test_each_fall_is_told_by_its_rule_time_kick_and_state() -> None:
     assert g1_gate.fall_causes({"checkpoint": "runs/old.pt", "seeds": [{"lines": []}]}) == ""
     unkicked = {"checkpoint": "runs/b.pt", "seeds": [{"falls": [height_fall, {**height_fall, "since_kick_s": None}]}]}
     assert g1_gate.fall_causes(unkicked) == "height 2 (root 0.590 m, 1 of them 0.20 s after a kick)"
+
+
+def test_a_record_whose_falls_are_not_as_json_writes_them_is_one_line(tmp_path) -> None:
+    import json
+
+    from isaac_adapter.app.bench import g1_gate
+
+    lines = [{"name": "falls (battery, all starts)", "value": 1, "threshold": 1, "op": "<="}]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"checkpoint": "x.pt", "passed": True, "lines": lines,
+                               "falls": [{"command": "stand", "cause": "height"}]}))
+    with pytest.raises(SystemExit, match=r"^error: --table .*bad.json: a fall without env, time_s, since_kick_s, "
+                                         r"root_height_m, lateral_speed_m_s, tilt_xy: not as --json writes falls"):
+        g1_gate.main(["--table", str(bad)])

@@ -239,6 +239,10 @@ class GateResult:
         return "\n".join(out)
 
 
+#: What :func:`fall_details` keeps of each fall, in this order (the records of ``g1_gate.py --json``).
+FALL_FIELDS = ("command", "env", "cause", "time_s", "since_kick_s", "root_height_m", "lateral_speed_m_s", "tilt_xy")
+
+
 def fall_details(trace: RolloutTrace, judgement: FallJudgement, envs: slice, commands: list[str]) -> list[dict[str, Any]]:
     """What each fall of ``envs`` was, one dict per fallen env in env order: its command (``commands``
     holds one name per env of ``envs``), the rule that counted it (``cause``: height, tilt, lateral;
@@ -253,12 +257,11 @@ def fall_details(trace: RolloutTrace, judgement: FallJudgement, envs: slice, com
             continue
         step = int(judgement.end_step[env])
         kicks = [] if trace.pushed is None else torch.nonzero(trace.pushed[: step + 1, env]).flatten().tolist()
-        out.append({"command": commands[i], "env": env, "cause": CAUSE_NAMES[int(judgement.cause[env])],
-                    "time_s": round(float(end_s[env]), 4),
-                    "since_kick_s": round((step - kicks[-1]) * trace.dt, 4) if kicks else None,
-                    "root_height_m": round(float(trace.base_height[step, env]), 4),
-                    "lateral_speed_m_s": round(abs(float(trace.lateral_vel[step, env])), 4),
-                    "tilt_xy": round(float(trace.tilt_xy[step, env]), 4)})
+        out.append(dict(zip(FALL_FIELDS, (
+            commands[i], env, CAUSE_NAMES[int(judgement.cause[env])], round(float(end_s[env]), 4),
+            round((step - kicks[-1]) * trace.dt, 4) if kicks else None,
+            round(float(trace.base_height[step, env]), 4), round(abs(float(trace.lateral_vel[step, env])), 4),
+            round(float(trace.tilt_xy[step, env]), 4)))))
     return out
 
 

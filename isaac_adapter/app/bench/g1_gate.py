@@ -36,7 +36,8 @@ import torch
 
 from ppo_bootstrap.checkpoint import CheckpointError
 
-from isaac_adapter.evaluation.gate import ROBUST_GATE_PARTS, GateConfig, GateResult, gate_checkpoint, robust_gate_config
+from isaac_adapter.evaluation.gate import (FALL_FIELDS, ROBUST_GATE_PARTS, GateConfig, GateResult, gate_checkpoint,
+                                          robust_gate_config)
 from isaac_adapter.tasks.registry import UsageError
 
 GATE_SIMS = {"mujoco": "CPU MuJoCo", "warp": "MuJoCo Warp", "isaaclab": "Isaac Lab"}
@@ -154,7 +155,14 @@ def _read_record(path: str) -> dict[str, Any]:
         raise SystemExit(f"error: --table {path}: not a record that --json wrote ({err})") from None
     if not isinstance(record, dict) or not ("lines" in record or "seeds" in record):
         raise SystemExit(f"error: --table {path}: not a record that --json wrote (no gate lines in it)")
-    return record if "seeds" in record else {**record, "seeds": [record]}
+    record = record if "seeds" in record else {**record, "seeds": [record]}
+    for run in record["seeds"]:
+        for fall in run.get("falls", []):
+            missing = [name for name in FALL_FIELDS if not isinstance(fall, dict) or name not in fall]
+            if missing:
+                raise SystemExit(f"error: --table {path}: a fall without {', '.join(missing)}: "
+                                 "not as --json writes falls; judge the checkpoint again with --json")
+    return record
 
 
 def records_table(records: list[dict[str, Any]]) -> str:
