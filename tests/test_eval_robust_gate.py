@@ -312,3 +312,6 @@ def test_a_record_whose_falls_are_not_as_json_writes_them_is_one_line(tmp_path) 
     with pytest.raises(SystemExit, match=r"^error: --table .*bad.json: a fall without env, time_s, since_kick_s, "
                                          r"root_height_m, lateral_speed_m_s, tilt_xy: not as --json writes falls"):
         g1_gate.main(["--table", str(bad)])
+    bad.write_text(json.dumps({"checkpoint": "x.pt", "passed": True, "lines": lines, "falls": 5}))
+    with pytest.raises(SystemExit, match=r"^error: --table .*bad.json: falls is not a list: not as --json writes falls"):
+        g1_gate.main(["--table", str(bad)])

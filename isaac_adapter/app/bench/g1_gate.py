@@ -157,7 +157,11 @@ def _read_record(path: str) -> dict[str, Any]:
         raise SystemExit(f"error: --table {path}: not a record that --json wrote (no gate lines in it)")
     record = record if "seeds" in record else {**record, "seeds": [record]}
     for run in record["seeds"]:
-        for fall in run.get("falls", []):
+        falls = run.get("falls", [])
+        if not isinstance(falls, list):
+            raise SystemExit(f"error: --table {path}: falls is not a list: not as --json writes falls; "
+                             "judge the checkpoint again with --json")
+        for fall in falls:
             missing = [name for name in FALL_FIELDS if not isinstance(fall, dict) or name not in fall]
             if missing:
                 raise SystemExit(f"error: --table {path}: a fall without {', '.join(missing)}: "
