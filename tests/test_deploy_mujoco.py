@@ -123,10 +123,10 @@ def test_the_exported_policy_walks_20_s_of_mixed_commands_without_a_fall(rollout
 # trained under domain randomization: on MuJoCo Warp, that one fine-tuned on CPU MuJoCo, one that
 # sees its last 3 observation frames (the script stacks them as deploy.yaml says) and that one trained
 # on under G1-Walk-Robust-v1's kicks, and two of 3 frames trained on Isaac Lab, the second kicked every
-# 2-4 s as the robustness gate kicks
+# 2-4 s as the robustness gate kicks; and the MuJoCo Warp one trained on with episodes ended at 0.62 m
 ROBUST_CHECKPOINTS = ("g1_robust_s1_it1300.pt", "g1_robust_ft_it2200.pt", "g1_robust_hist3_s1_it1580.pt",
                       "g1_robust_hist3_v1ft_it2454.pt", "g1_robust_isaaclab_hist3_s1_it980.pt",
-                      "g1_robust_isaaclab_hist3_push24_s1_it1340.pt")
+                      "g1_robust_isaaclab_hist3_push24_s1_it1340.pt", "g1_robust_hist3_v1col_it5100.pt")
 
 
 @pytest.mark.parametrize("name", ROBUST_CHECKPOINTS)
