@@ -143,6 +143,26 @@ def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_
     assert judged.gait_period_s == 0.8 and judged.lin_vel_y_range == (-0.45, 0.45) and judged.num_envs == 14
 
 
+@pytest.mark.parametrize("recorded, judged_at", [
+    (0.62, G1WalkConfig.train_collapse_height),  # above the gate's 0.60 m: a dip to 0.61 m is no fall
+    (0.60, 0.60),  # at the line and below it the rule ends nothing the line does not call a fall
+    (0.40, 0.40),
+])
+def test_a_training_rule_above_the_gates_height_line_does_not_end_the_judged_episodes(tmp_path, recorded, judged_at) -> None:
+    """A checkpoint trained with episodes ended under 0.62 m is judged by the gate's 0.60 m line: its
+    rollouts are ended by the task's own rule, not at 0.62 m where the judge would count a fall."""
+    from ppo_bootstrap import checkpoint
+
+    saved = {k: v for k, v in checkpoint.read(CHECKPOINT).items() if k != "checksum"}
+    saved["task"] = {"id": "G1-Walk-Clock-v0",
+                     "env": dataclasses.asdict(G1WalkConfig(gait_period_s=0.8, train_collapse_height=recorded))}
+    path = tmp_path / "collapse_rule.pt"
+    checkpoint.save_atomic(saved, path)
+    assert checkpoint_walk_config(str(path)).train_collapse_height == recorded  # what it trained with
+    judged = gate_task_config(str(path), GateConfig(starts=2))
+    assert judged.train_collapse_height == judged_at and judged.eval_success_height == 0.60
+
+
 @pytest.mark.parametrize("name, action_change, roll_pitch", [
     ("g1_clock_smooth_it2350.pt", 0.207, 0.169),  # the fine-tune of g1_clock_it1296.pt
     ("g1_ttw_v1_s2_it360.pt", 0.178, 0.171),  # from scratch by G1-Walk-Clock-Fast-v1: the fastest to the gate

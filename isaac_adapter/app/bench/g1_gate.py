@@ -11,7 +11,8 @@
 Reads the task (gait clock or not, G1 model variant, commands) from the checkpoint, runs the gate's
 one seeded rollout on CPU MuJoCo (``--sim``: or MuJoCo Warp, or Isaac Lab's ``G1WalkDirectEnv``, on
 ``--device``) at the task's reference physics (5 ms x 4, the model's solver
-budget, whatever the checkpoint trained with; sim-to-sim for a checkpoint trained on MuJoCo Warp),
+budget, whatever the checkpoint trained with; sim-to-sim for a checkpoint trained on MuJoCo Warp;
+its episodes ended no higher than the gate's 0.60 m line, whatever fall rule it trained with),
 with one torch thread (the policy is small; more threads beside MuJoCo's only slow it), and prints each line of
 the gate (measured value, threshold, PASS / FAIL) and the overall verdict. With ``--robust``, the robustness gate: the same battery, lines and thresholds under pushes (kicks of
 up to 0.5 m/s every 2-4 s), foot friction 0.4-1.2, link masses +-10 %, policy observation noise and
