@@ -409,7 +409,8 @@ def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: 
                      physics: dict | None = None):
     """The G1 task the checkpoint at ``path`` is judged on: the one it recorded (gait clock, model
     variant, command settings) at the reference physics (:data:`REFERENCE_PHYSICS`), ``cfg.num_envs``
-    envs, its episodes ended no higher than the gate's height line (``eval_success_height``). ``physics``: other values of those fields, for studies of the physics itself
+    envs, its episodes ended no higher than the gate's height line (``eval_success_height``).
+    ``physics``: other values of those fields, for studies of the physics itself
     (``benchmarks/physics_settings.py``), never for a verdict."""
     from isaac_adapter.tasks.g1_walk import G1WalkConfig
     from isaac_adapter.tasks.registry import checkpoint_walk_config
