@@ -39,7 +39,7 @@ from isaac_adapter.evaluation.judge import FALL
 from isaac_adapter.tasks.g1_walk import G1WalkEnv
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
 from isaac_adapter.tasks.registry import checkpoint_walk_config
-from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe, judged_walk_config
 
 
 def checkpoints(run_dir: Path, every: int, named: list[int] | None) -> list[tuple[int, Path]]:
@@ -144,6 +144,11 @@ def main() -> None:
     # its time, so that mixed-command figures stay comparable); --gait-clock for files that do not say
     env_cfg = checkpoint_walk_config(str(chosen[0][1]), gait_clock=True if args.gait_clock else None,
                                      num_envs=args.num_envs, seed=args.seed, device=device, **solver)
+    judged = judged_walk_config(env_cfg)  # the acceptance's height line alone calls falls, as in the gate
+    rule = "" if judged is env_cfg else (
+        f", episodes ended under {judged.train_collapse_height:g} m (trained under {env_cfg.train_collapse_height:g} m:"
+        f" the {judged.eval_success_height:g} m line alone calls falls)")
+    env_cfg = judged
     try:
         env_cfg = apply_overrides({"env": env_cfg}, args.overrides)["env"]
     except OverrideError as err:
@@ -155,7 +160,7 @@ def main() -> None:
 
     budget = (f", solver {env_cfg.solver_iterations or 'model'} iterations / {env_cfg.ls_iterations or 'model'} "
               "line-search steps") if solver else ""
-    changed = f", {' '.join(args.overrides)}" if args.overrides else ""
+    changed = rule + (f", {' '.join(args.overrides)}" if args.overrides else "")
     print(f"{run_dir}: {args.backend} ({device}), {args.num_envs} envs, {args.horizon_s:g} s, seed {args.seed}, "
           f"command {args.command}{budget}{changed}")
     print_header()

@@ -163,6 +163,44 @@ def test_a_training_rule_above_the_gates_height_line_does_not_end_the_judged_epi
     assert judged.train_collapse_height == judged_at and judged.eval_success_height == 0.60
 
 
+@pytest.mark.parametrize("recorded, lines, judged_at", [
+    (0.62, (), 0.25),            # above the task's own 0.60 m line: the task's default rule (0.25 m)
+    (0.55, (0.60, 0.50), 0.25),  # above the lowest line of a sweep
+    (0.55, (0.60,), 0.55),       # under every line: it ends only what the line calls a fall anyway
+    (0.62, (0.20,), 0.20),       # a line under the default rule: the line itself
+])
+def test_judged_walk_config_ends_episodes_no_higher_than_the_lowest_line(recorded, lines, judged_at) -> None:
+    from isaac_adapter.evaluation.g1_probe import judged_walk_config
+
+    trained = G1WalkConfig(num_envs=3, gait_period_s=0.8, train_collapse_height=recorded)
+    judged = judged_walk_config(trained, *lines)
+    assert judged.train_collapse_height == judged_at
+    assert dataclasses.replace(judged, train_collapse_height=recorded) == trained  # nothing else changed
+
+
+def test_eval_steps_a_checkpoints_task_with_its_rule_under_the_lowest_judged_line(monkeypatch) -> None:
+    """``app eval`` (and ``g1_walk.py --eval``) on a task trained with a 0.62 m rule: the env it builds
+    ends episodes by the task's default rule, under the lowest line it judges (the sweep's 0.45 m)."""
+    import isaac_adapter.tasks.g1_walk as g1_walk
+    from isaac_adapter.app.eval import evaluate_checkpoint
+
+    built = []
+
+    class Built(Exception):
+        pass
+
+    def capture(cfg, backend="mujoco"):
+        built.append(cfg)
+        raise Built
+
+    monkeypatch.setattr(g1_walk, "G1WalkEnv", capture)
+    trained = G1WalkConfig(num_envs=2, train_collapse_height=0.62)
+    with pytest.raises(Built):
+        evaluate_checkpoint("zero", env_cfg=trained, sweep_heights=(0.60, 0.50, 0.45))
+    with pytest.raises(Built):
+        evaluate_checkpoint("zero", env_cfg=dataclasses.replace(trained, train_collapse_height=0.40),
+                            sweep_heights=(0.60, 0.50, 0.45))
+    assert [cfg.train_collapse_height for cfg in built] == [0.25, 0.40]  # 0.40 m is under every line: kept
 @pytest.mark.parametrize("name, action_change, roll_pitch", [
     ("g1_clock_smooth_it2350.pt", 0.207, 0.169),  # the fine-tune of g1_clock_it1296.pt
     ("g1_ttw_v1_s2_it360.pt", 0.178, 0.171),  # from scratch by G1-Walk-Clock-Fast-v1: the fastest to the gate

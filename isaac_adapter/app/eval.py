@@ -49,10 +49,12 @@ def evaluate_checkpoint(
 
     The policy runs where the env's observations are (``env_cfg.device`` for Warp).
     """
-    from isaac_adapter.evaluation.g1_probe import G1WalkProbe, evaluation_thresholds
+    from isaac_adapter.evaluation.g1_probe import G1WalkProbe, evaluation_thresholds, judged_walk_config
     from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv
 
     cfg = env_cfg or G1WalkConfig(num_envs=num_envs, seed=seed)
+    # the judge's lines alone call falls: a training rule above the lowest ends nothing in the rollout
+    cfg = judged_walk_config(cfg, cfg.eval_success_height if eval_height is None else eval_height, *sweep_heights)
     env = G1WalkEnv(cfg, backend=backend)
     probe = G1WalkProbe(env)
     eval_rule = evaluation_thresholds(cfg, eval_height) if eval_height is not None else None

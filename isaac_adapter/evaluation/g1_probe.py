@@ -10,6 +10,7 @@ it never touches a simulator. The task may run on any simulator: the MuJoCo ``G1
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -61,6 +62,21 @@ def evaluation_thresholds(cfg: G1WalkConfig, eval_success_height: float | None =
         tilt_grace_s=cfg.tilt_grace_s,
         lateral_grace_s=cfg.lateral_grace_s,
     )
+
+
+def judged_walk_config(cfg: G1WalkConfig, *lines: float) -> G1WalkConfig:
+    """``cfg`` as an evaluation steps it: its episodes ended no higher than the lowest height line the
+    judge draws (``lines``; ``cfg.eval_success_height`` when none is given).
+
+    A training rule above a line (say 0.62 m against the gate's 0.60 m) would end a rollout at a dip
+    that line does not call a fall, and the judge would count the end as the training rule's: the
+    task's own rule (:attr:`G1WalkConfig.train_collapse_height`, or the line if that is lower) ends it
+    instead, so the lines alone judge. Every other field is ``cfg``'s.
+    """
+    lowest = min(lines) if lines else cfg.eval_success_height
+    if cfg.train_collapse_height <= lowest:
+        return cfg
+    return replace(cfg, train_collapse_height=min(G1WalkConfig.train_collapse_height, lowest))
 
 
 class G1WalkProbe:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import torch
@@ -53,7 +53,7 @@ from ppo_bootstrap.progress import Progress
 
 from isaac_adapter.evaluation.evaluator import EvalConfig, Evaluator, EvalPolicy, EvalReport
 from isaac_adapter.evaluation.gait import walking_means
-from isaac_adapter.evaluation.g1_probe import G1WalkProbe
+from isaac_adapter.evaluation.g1_probe import G1WalkProbe, judged_walk_config
 from isaac_adapter.evaluation.judge import FALL, FallJudgement, ThresholdSet, judge_falls
 from isaac_adapter.evaluation.trace import RolloutTrace
 from isaac_adapter.tasks.g1_walk.causes import CAUSE_NAMES
@@ -409,7 +409,7 @@ def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: 
                      physics: dict | None = None):
     """The G1 task the checkpoint at ``path`` is judged on: the one it recorded (gait clock, model
     variant, command settings) at the reference physics (:data:`REFERENCE_PHYSICS`), ``cfg.num_envs``
-    envs, its episodes ended no higher than the gate's height line (``eval_success_height``).
+    envs, its episodes ended no higher than the gate's height line (:func:`~.g1_probe.judged_walk_config`).
     ``physics``: other values of those fields, for studies of the physics itself
     (``benchmarks/physics_settings.py``), never for a verdict."""
     from isaac_adapter.tasks.g1_walk import G1WalkConfig
@@ -419,11 +419,7 @@ def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: 
     reference = {name: getattr(G1WalkConfig, name) for name in REFERENCE_PHYSICS}
     task = checkpoint_walk_config(path, num_envs=cfg.num_envs, seed=cfg.seed, physics_threads=physics_threads,
                                   randomization=cfg.randomization, **{**reference, **(physics or {})})
-    if task.train_collapse_height > task.eval_success_height:
-        # A training rule above the gate's height line would end a rollout at a dip the line does not
-        # call a fall, and the judge would count it (train_rule): the task's own rule ends it instead.
-        task = replace(task, train_collapse_height=G1WalkConfig.train_collapse_height)
-    return task
+    return judged_walk_config(task)
 
 
 def gate_checkpoint(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,
