@@ -61,11 +61,15 @@ def _strings(value, where=""):
         yield where, value
 
 
-@pytest.mark.parametrize("name", sorted(f for f in os.listdir(os.path.join(ROOT, "docs", "checkpoints")) if f.endswith(".pt")))
+SHIPPED = sorted(os.path.relpath(os.path.join(d, f), ROOT) for d, _, files in os.walk(os.path.join(ROOT, "docs"))
+                 for f in files if f.endswith(".pt"))  # the featured ones and those of the benchmark records
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_checkpoint_names_no_path_of_the_machine_that_trained_it(name) -> None:
     """What a checkpoint records (its run folder in the config, the task) is relative to the project:
     an absolute path would name the machine it was trained on and mean nothing on the user's."""
-    ckpt = torch.load(os.path.join(ROOT, "docs", "checkpoints", name), map_location="cpu", weights_only=False)
+    ckpt = torch.load(os.path.join(ROOT, name), map_location="cpu", weights_only=False)
     absolute = [(where, text) for where, text in _strings({k: v for k, v in ckpt.items() if k != "policy"})
                 if os.path.isabs(text)]
     assert not absolute, absolute
