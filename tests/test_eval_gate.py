@@ -201,6 +201,8 @@ def test_eval_steps_a_checkpoints_task_with_its_rule_under_the_lowest_judged_lin
         evaluate_checkpoint("zero", env_cfg=dataclasses.replace(trained, train_collapse_height=0.40),
                             sweep_heights=(0.60, 0.50, 0.45))
     assert [cfg.train_collapse_height for cfg in built] == [0.25, 0.40]  # 0.40 m is under every line: kept
+
+
 @pytest.mark.parametrize("name, action_change, roll_pitch", [
     ("g1_clock_smooth_it2350.pt", 0.207, 0.169),  # the fine-tune of g1_clock_it1296.pt
     ("g1_ttw_v1_s2_it360.pt", 0.178, 0.171),  # from scratch by G1-Walk-Clock-Fast-v1: the fastest to the gate
