@@ -126,17 +126,12 @@ def test_an_env_with_more_envs_than_the_gate_holds_the_smoothness_command_in_the
     assert {line.name: line.value for line in result.lines}["leg action change RMS (units)"] == 0.0
 
 
-def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_path) -> None:
+def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(recording) -> None:
     """The task a checkpoint recorded (clock, commands, rewards) is kept; its step size and solver
     budget are not: the gate's physics is the task's 5 ms x 4 with the model file's solver."""
-    from ppo_bootstrap import checkpoint
-
-    saved = {k: v for k, v in checkpoint.read(CHECKPOINT).items() if k != "checksum"}
     recorded = G1WalkConfig(sim_dt=0.004, decimation=5, solver_iterations=3, ls_iterations=4,
                             gait_period_s=0.8, lin_vel_y_range=(-0.45, 0.45))
-    saved["task"] = {"id": "G1-Walk-Clock-v0", "env": dataclasses.asdict(recorded)}
-    path = tmp_path / "cheap_physics.pt"
-    checkpoint.save_atomic(saved, path)
+    path = recording(CHECKPOINT, "G1-Walk-Clock-v0", recorded, "cheap_physics.pt")
     assert checkpoint_walk_config(str(path)).sim_dt == 0.004  # what evaluation would use without the pin
     judged = gate_task_config(str(path), GateConfig(starts=2))
     assert (judged.sim_dt, judged.decimation, judged.solver_iterations, judged.ls_iterations) == (0.005, 4, None, None)
@@ -148,16 +143,11 @@ def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(tmp_
     (0.60, 0.60),  # at the line and below it the rule ends nothing the line does not call a fall
     (0.40, 0.40),
 ])
-def test_a_training_rule_above_the_gates_height_line_does_not_end_the_judged_episodes(tmp_path, recorded, judged_at) -> None:
+def test_a_training_rule_above_the_gates_height_line_does_not_end_the_judged_episodes(recording, recorded, judged_at) -> None:
     """A checkpoint trained with episodes ended under 0.62 m is judged by the gate's 0.60 m line: its
     rollouts are ended by the task's own rule, not at 0.62 m where the judge would count a fall."""
-    from ppo_bootstrap import checkpoint
-
-    saved = {k: v for k, v in checkpoint.read(CHECKPOINT).items() if k != "checksum"}
-    saved["task"] = {"id": "G1-Walk-Clock-v0",
-                     "env": dataclasses.asdict(G1WalkConfig(gait_period_s=0.8, train_collapse_height=recorded))}
-    path = tmp_path / "collapse_rule.pt"
-    checkpoint.save_atomic(saved, path)
+    path = recording(CHECKPOINT, "G1-Walk-Clock-v0", G1WalkConfig(gait_period_s=0.8, train_collapse_height=recorded),
+                     "collapse_rule.pt")
     assert checkpoint_walk_config(str(path)).train_collapse_height == recorded  # what it trained with
     judged = gate_task_config(str(path), GateConfig(starts=2))
     assert judged.train_collapse_height == judged_at and judged.eval_success_height == 0.60

@@ -70,20 +70,13 @@ def test_a_one_value_range_reaches_the_physics() -> None:
     assert fall_rate(weak.stdout) == 1.0
 
 
-def test_a_checkpoint_trained_under_a_rule_above_the_line_is_judged_by_the_line(tmp_path) -> None:
+def test_a_checkpoint_trained_under_a_rule_above_the_line_is_judged_by_the_line(recording) -> None:
     """A run trained with episodes ended under 0.62 m is judged as the gate judges it: its rollouts
     end under the task's default 0.25 m, and the header says so."""
-    import dataclasses
-
-    from ppo_bootstrap import checkpoint
-
     from isaac_adapter.tasks.g1_walk import G1WalkConfig
 
-    saved = {k: v for k, v in checkpoint.read(CHECKPOINT).items() if k != "checksum"}
-    saved["task"] = {"id": "G1-Walk-Clock-v0",
-                     "env": dataclasses.asdict(G1WalkConfig(gait_period_s=0.8, train_collapse_height=0.62))}
-    path = tmp_path / "model_7.pt"
-    checkpoint.save_atomic(saved, path)
+    path = recording(CHECKPOINT, "G1-Walk-Clock-v0", G1WalkConfig(gait_period_s=0.8, train_collapse_height=0.62),
+                     "model_7.pt")
     cmd = [sys.executable, str(SCRIPT), str(path), "--num-envs", "2", "--horizon-s", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
