@@ -243,3 +243,20 @@ def test_the_gait_acceptance_as_gate_lines_is_the_evaluators_verdict() -> None:
     assert lines.lines[5].value == pytest.approx(float(means.velocity_tracking_error[0]))
     assert lines.passed == report.verdict()["accepted"]
     assert "gait acceptance: 2 noisy starts x 1 s at (0.5, 0.0, 0.0)" in lines.format()
+
+
+def test_the_closing_evaluation_names_where_the_training_world_differs_from_the_judges():
+    """Training's closing evaluation steps the training env: its line says so when that env ends
+    episodes above the judges' line or is randomized, and says nothing in the judges' own world."""
+    from isaac_adapter.app.train import training_world
+    from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg
+
+    nominal = G1WalkConfig()
+    assert training_world(nominal) == ""
+    assert training_world(dataclasses.replace(nominal, train_collapse_height=0.60)) == ""  # at the line: the same world
+    assert training_world(dataclasses.replace(nominal, train_collapse_height=0.62)) == (
+        "; the training world: episodes end under 0.62 m, the judges' line 0.60 m")
+    pushed = RandomizationCfg(push_interval_s=(2.0, 4.0), push_velocity=(-0.5, 0.5))
+    assert training_world(dataclasses.replace(nominal, randomization=pushed)) == "; the training world: randomization on"
+    assert training_world(dataclasses.replace(nominal, train_collapse_height=0.62, randomization=pushed)) == (
+        "; the training world: episodes end under 0.62 m, the judges' line 0.60 m, randomization on")

@@ -10,7 +10,7 @@ import dataclasses
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,6 +22,9 @@ from isaac_adapter.app.overrides import apply_overrides
 from isaac_adapter.app.run_dir import find_checkpoint, lock_run_dir, new_run_dir, write_git_state, write_params
 from isaac_adapter.tasks import registry
 from isaac_adapter.tasks.registry import UsageError
+
+if TYPE_CHECKING:
+    from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
 
 
 def resume_command(argv: list[str], path: Path, script: str = "examples/g1_walk.py") -> str:
@@ -247,8 +250,8 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
             report = Evaluator(probe, judged).evaluate(policy)
         s, verdict = report.summary(), report.verdict()
         failed = [k for k, ok in verdict.items() if k != "accepted" and not ok]
-        print(f"evaluation ({ACCEPTANCE_HORIZON_S:g} s, forward {ACCEPTANCE_COMMAND[0]:g} m/s, {env.num_envs} envs): "
-              f"falls {s['fall_rate']:.1%}, tracking error "
+        print(f"evaluation ({ACCEPTANCE_HORIZON_S:g} s, forward {ACCEPTANCE_COMMAND[0]:g} m/s, {env.num_envs} envs"
+              f"{training_world(task.task_cfg)}): falls {s['fall_rate']:.1%}, tracking error "
               f"{s['mean_velocity_tracking_error']:.3f} m/s -> "
               + ("ACCEPTED" if verdict["accepted"] else "not accepted: " + ", ".join(failed)))
         if spec.closing_gate and runner.last_checkpoint:
@@ -256,6 +259,22 @@ def finish(runner: Runner, spec: registry.TaskSpec, sim: str, env, log_dir: Path
         if args is not None and runner.last_checkpoint:
             written += closing_clip(runner, args, log_dir, verdict["accepted"])
     print("wrote: " + ", ".join(str(p) for p in [log_dir / "params", *written, *exported, log_dir / "metrics.jsonl"]))
+
+
+def training_world(cfg: G1WalkConfig) -> str:
+    """What sets the closing evaluation apart from the judges' (``eval``, the gates), which build an env of
+    their own: it steps the training env, so its randomization and its episode rule (a
+    ``train_collapse_height`` above the judges' line ends, and so counts as a fall, a dip they would
+    pass). ``""`` where the two worlds are the same; else ``"; ..."`` naming what differs."""
+    from isaac_adapter.evaluation.g1_probe import judged_walk_config
+
+    differs = []
+    if judged_walk_config(cfg) is not cfg:
+        differs.append(f"episodes end under {cfg.train_collapse_height:.2f} m, the judges' line "
+                       f"{cfg.eval_success_height:.2f} m")
+    if cfg.randomization.enabled:
+        differs.append("randomization on")
+    return "; the training world: " + ", ".join(differs) if differs else ""
 
 
 def closing_gate(path: Path) -> bool:
