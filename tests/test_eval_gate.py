@@ -257,6 +257,7 @@ def test_the_closing_evaluation_names_where_the_training_world_differs_from_the_
     assert training_world(dataclasses.replace(nominal, train_collapse_height=0.62)) == (
         "; the training world: episodes end under 0.62 m, the judges' line 0.60 m")
     pushed = RandomizationCfg(push_interval_s=(2.0, 4.0), push_velocity=(-0.5, 0.5))
-    assert training_world(dataclasses.replace(nominal, randomization=pushed)) == "; the training world: randomization on"
+    assert training_world(dataclasses.replace(nominal, randomization=pushed)) == (
+        "; the training world: randomization on")
     assert training_world(dataclasses.replace(nominal, train_collapse_height=0.62, randomization=pushed)) == (
         "; the training world: episodes end under 0.62 m, the judges' line 0.60 m, randomization on")
