@@ -269,7 +269,7 @@ def training_world(cfg: G1WalkConfig) -> str:
     from isaac_adapter.evaluation.g1_probe import judged_walk_config
 
     differs = []
-    if judged_walk_config(cfg) is not cfg:
+    if judged_walk_config(cfg).train_collapse_height != cfg.train_collapse_height:
         differs.append(f"episodes end under {cfg.train_collapse_height:.2f} m, the judges' line "
                        f"{cfg.eval_success_height:.2f} m")
     if cfg.randomization.enabled:
