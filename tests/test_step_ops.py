@@ -335,3 +335,48 @@ def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> Non
         with pytest.raises(SystemExit, match=why):
             warp_compile.main(["--from-log", str(path)])
 
+
+
+def test_warp_compile_measures_one_row_with_precompiled_headers_and_one_without(monkeypatch, capsys) -> None:
+    """``--precompiled-headers on off``: each child is told which, sets Warp's flag before anything
+    compiles, and the table gains the column only when a row went without."""
+    import json
+    import subprocess
+
+    import warp as wp
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):
+        headers = cmd[cmd.index("--precompiled-headers") + 1]
+        asked.append(headers)
+        row = {"device": "cuda:0", "preload_workers": 0, "compile_workers": 16, "cache": "empty",
+               "box_box": "primitive", "adjoints": False, "output": "native", "precompiled_headers": headers == "on",
+               "preload_s": 0.0, "build_s": 33.1 if headers == "on" else 20.5, "first_step_s": 0.1, "total_s": 0.0,
+               "named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0,
+               "cached_s": 0.0, "cached_n": 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--preload-workers", "0", "--compile-workers", "16", "--precompiled-headers", "on", "off"])
+    assert asked == ["on", "off"]
+    out = capsys.readouterr().out
+    assert "precompiled headers" in out
+    rows = [ln.split()[:8] for ln in out.splitlines() if ln.startswith("0 ")]
+    assert rows == [["0", "16", "primitive", "off", "on", "native", "0.0", "33.1"],
+                    ["0", "16", "primitive", "off", "off", "native", "0.0", "20.5"]]
+    warp_compile.main(["--preload-workers", "0"])  # Warp's default alone: no such column
+    assert "precompiled headers" not in capsys.readouterr().out
+
+    monkeypatch.setattr(warp_compile, "_build_and_step", lambda row, *a, **k: row.update(
+        preload_s=0.0, build_s=0.0, first_step_s=0.0, flag=wp.config.use_precompiled_headers))
+    names = ("use_precompiled_headers", "kernel_cache_dir", "optimization_level", "enable_backward", "cuda_output")
+    before = {name: getattr(wp.config, name) for name in names}  # one_run sets them for its process
+    try:
+        assert warp_compile.one_run("cpu", 4, 0, None, precompiled_headers=False)["flag"] is False
+        assert warp_compile.one_run("cpu", 4, 0, None)["flag"] is True
+    finally:
+        for name, value in before.items():
+            setattr(wp.config, name, value)

@@ -12,6 +12,7 @@
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --cuda-output ptx cubin   # machine code or PTX
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 0 16   # modules side by side
     python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --compile-workers 0 2 --build-preload on off
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 16 --precompiled-headers on off
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
@@ -53,6 +54,11 @@ modules, this covers the per-model kernels too, which exist only once the model 
 (``G1WalkDirectEnv.compile_physics_ahead``) and puts back what Newton's Python kept about it; before
 its build it also loads the modules of import-time kernels that its build and step launch, as many at a
 time (``g1_direct.PRELOADED_MODULES``); ``--build-preload on off`` adds a row without that preload.
+
+``--precompiled-headers on off`` builds each row twice, with Warp's precompiled headers (its default:
+each compiling thread first builds the header of Warp's native code for itself, in a directory of its
+own that the process deletes at exit, then reuses it) and without (each module parses that header
+again; ``wp.config.use_precompiled_headers``). Side by side, every worker thread builds its own.
 
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
@@ -111,7 +117,7 @@ def split_loads(log: str) -> dict[str, float]:
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
             sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True,
-            preload_via: str = "launch") -> dict:
+            preload_via: str = "launch", precompiled_headers: bool = True) -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split. A run that fails writes the end of Warp's log (the modules
     it loaded last) to stderr before it raises."""
@@ -121,12 +127,13 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
     wp.config.optimization_level = optimization_level  # None: Warp's own (-O3 on CUDA, -O2 on the CPU)
     wp.config.enable_backward = adjoints
     wp.config.cuda_output = None if cuda_output == "auto" else cuda_output
+    wp.config.use_precompiled_headers = precompiled_headers
     log = io.StringIO()
     row: dict = {"device": device, "preload_workers": preload_workers, "cache": "given" if cache else "empty",
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
                  "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers,
                  "build_preload": build_preload if sim == "isaaclab" and compile_workers else None,
-                 "preload_via": preload_via if preload_workers else None}
+                 "preload_via": preload_via if preload_workers else None, "precompiled_headers": precompiled_headers}
     try:
         with contextlib.redirect_stdout(log):
             _build_and_step(row, device, num_envs, preload_workers, preload_via, box_box, sim, compile_workers,
@@ -248,6 +255,11 @@ def _adjoints(row: dict) -> str:
     return "-" if "adjoints" not in row else ("on" if row["adjoints"] else "off")
 
 
+def _headers(row: dict) -> str:
+    """The table's precompiled-headers column: ``on`` / ``off``, ``-`` for a row measured before the column."""
+    return "-" if "precompiled_headers" not in row else ("on" if row["precompiled_headers"] else "off")
+
+
 def _version(version: list[int] | tuple[int, ...] | None) -> str:
     """``(13, 4)`` as ``13.4``; ``?`` when Warp found no such version (no driver)."""
     return "?" if version is None else ".".join(str(part) for part in version)
@@ -299,6 +311,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--build-preload", nargs="+", choices=("on", "off"), default=["on"],
                    help="with --sim isaaclab and compile workers: G1WalkDirectEnv first loads the modules its build and "
                    "step launch (on, as the env does) or leaves them to the build (off), one row each")
+    p.add_argument("--precompiled-headers", nargs="+", choices=("on", "off"), default=["on"],
+                   help="compile with Warp's precompiled headers (on, Warp's default) or without, one row each")
     p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
                    help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
@@ -321,20 +335,22 @@ def main(argv: list[str] | None = None) -> None:
         print("ROW " + json.dumps(one_run(args.device, args.num_envs, args.preload_workers[0], args.cache,
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
                                           args.sim, args.cuda_output[0], args.compile_workers[0],
-                                          args.build_preload[0] == "on", args.preload_via[0])))
+                                          args.build_preload[0] == "on", args.preload_via[0],
+                                          args.precompiled_headers[0] == "on")))
         return
     rows, failed = [], []
     # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
     # so is the way of the preload, with preload workers
-    combos = [(b, w, v, a, o, c, bp) for b in args.box_box for w in args.preload_workers for v in args.preload_via
+    combos = [(b, w, v, a, o, c, bp, h) for b in args.box_box for w in args.preload_workers for v in args.preload_via
               for a in args.adjoints for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
+              for h in args.precompiled_headers
               if (bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0))
               and (v == args.preload_via[0] or w > 0)]
-    for box_box, workers, via, adjoints, output, ahead, build_preload in combos:
+    for box_box, workers, via, adjoints, output, ahead, build_preload, headers in combos:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
                "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead),
-               "--build-preload", build_preload, "--preload-via", via] + (
+               "--build-preload", build_preload, "--preload-via", via, "--precompiled-headers", headers] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -348,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
                           + f" --box-box {box_box} --adjoints {adjoints} "
                           f"--cuda-output {output} --compile-workers {ahead}"
                           + (f" --build-preload {build_preload}" if args.sim == "isaaclab" and ahead else "")
+                          + (f" --precompiled-headers {headers}" if headers != "on" else "")
                           + f": {failure(done)}")
             print(failed[-1], flush=True)
             continue
@@ -358,11 +375,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
+    headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only where a row went without
     table = [[_preload(r), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
-              r.get("box_box", "-"), _adjoints(r), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
+              r.get("box_box", "-"), _adjoints(r), *([_headers(r)] if headers else []), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
               f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
-                        "adjoints", "output", "preload s", "build s", "first step s", "total s", *LOAD_HEADERS], table))
+                        "adjoints", *(["precompiled headers"] if headers else []), "output", "preload s", "build s", "first step s", "total s", *LOAD_HEADERS], table))
     runs = len(combos)
     if args.training_start:
         runs += 1
