@@ -383,3 +383,31 @@ def test_a_warp_compile_row_sets_warps_precompiled_headers_flag_before_it_builds
     finally:
         for name, value in before.items():
             setattr(wp.config, name, value)
+
+
+def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(monkeypatch, capsys) -> None:
+    """``--cuda-arch``: the slowest modules first with their shares, the others in one row, the total;
+    an architecture that is not a compute capability stops before anything is built."""
+    from isaac_adapter.app.bench import warp_compile
+
+    built = []
+
+    def fake_compile(arch, num_envs):
+        built.append((arch, num_envs))
+        return [{"module": f"m{i}", "kernels": i + 1, "seconds": float(20 - i)} for i in range(15)]  # 20 .. 6 s
+
+    monkeypatch.setattr(warp_compile, "compile_for_arch", fake_compile)
+    warp_compile.main(["--cuda-arch", "90", "--num-envs", "4"])
+    assert built == [(90, 4)]
+    lines = capsys.readouterr().out.splitlines()
+    assert "compiled for sm_90" in lines[0]
+    cells = [line.split() for line in lines[1:] if line.startswith(("m", "the other", "all")) and not line.startswith("module")]
+    total = sum(range(6, 21))  # 195 s
+    assert cells[0] == ["m0", "1", "20.00", f"{100 * 20 / total:.1f}"]
+    assert len([c for c in cells if c[0].startswith("m")]) == 12
+    assert cells[-2] == ["the", "other", "3", "modules", str(13 + 14 + 15), f"{8 + 7 + 6:.2f}", f"{100 * 21 / total:.1f}"]
+    assert cells[-1] == ["all", "15", "modules", str(sum(range(1, 16))), f"{total:.2f}", "100.0"]
+    with pytest.raises(SystemExit):
+        warp_compile.main(["--cuda-arch", "9"])
+    assert "--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got 9" in capsys.readouterr().err
+    assert built == [(90, 4)]  # refused before anything was built

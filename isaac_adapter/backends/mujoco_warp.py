@@ -54,6 +54,10 @@ from isaac_adapter.math import put_rows
 #: reaching ``opt.iterations`` is how a fixed-budget solver ends (MuJoCo on CPU stops there too).
 FATAL_OVERFLOW = int(mjw.OverflowType.ALL) & ~int(mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS)
 
+#: The backend's Warp programs, each a CUDA graph on a GPU: a policy step's substeps, the staging of
+#: quantities the task reads, and the reset of the ended worlds.
+PROGRAMS = ("stage", "step", "reset")
+
 # Contacts one collision function can return per geom pair (MuJoCo Warp's primitive colliders);
 # any other pair of types goes through the general convex path, bounded by mjMAXCONPAIR.
 _G = mujoco.mjtGeom
@@ -294,10 +298,7 @@ class MujocoWarpBackend:
         self._graphs: dict[str, Any] = {}
         self.compiled_modules = 0  # module variants compiled ahead (compile_workers)
         if compile_workers > 0:
-            with wp.ScopedDevice(self._wp_device), launches_recorded() as seen:
-                for name in ("stage", "step", "reset"):
-                    self._ops(name)
-            self.compiled_modules = compile_recorded(seen, compile_workers)
+            self.compiled_modules = compile_recorded(self.recorded_launches(), compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")
         if self.use_cuda_graph:
@@ -309,6 +310,15 @@ class MujocoWarpBackend:
             self._run("stage")
 
     # -- the three device programs -------------------------------------------------------------
+
+    def recorded_launches(self) -> list[tuple[Any, Any, int | None]]:
+        """The Warp module variants ``(module, device, block_dim)`` that the step, staging and reset
+        programs launch, found by running each once with every launch recorded instead of run
+        (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`): no memory that existed before is written."""
+        with wp.ScopedDevice(self._wp_device), launches_recorded() as seen:
+            for name in PROGRAMS:
+                self._ops(name)
+        return seen
 
     def _ops(self, name: str) -> None:
         m, d = self._m, self._d

@@ -14,6 +14,7 @@
     python benchmarks/warp_compile.py --sim isaaclab --preload-workers 0 --compile-workers 0 2 --build-preload on off
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 16 --precompiled-headers on off
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
+    python benchmarks/warp_compile.py --cuda-arch 90                   # each module's GPU compile, on this CPU
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -69,6 +70,14 @@ MuJoCo Warp's, and count as per-model in the split.
 ``--from-log`` reads the module loads out of a log that Warp wrote (a training run's ``train.log``
 under ``time_to_walk.py``) and prints the same split, with the slowest modules, measuring nothing.
 
+``--cuda-arch 90`` needs no GPU: it builds the backend on Warp's CPU device, records the module
+variants its step, staging and reset programs launch (``MujocoWarpBackend.recorded_launches``), and
+compiles each for that CUDA architecture (sm_90: H100, H200) on this machine's CPU, one after the
+other, with Warp's ahead-of-time compile, printing each module's seconds, slowest first: which
+kernels a cold GPU start spends its compilation on. The variants are those of a CPU recording: on a
+GPU some launches pick other block sizes or kernels (MuJoCo Warp asks the device), so the list is
+close to a GPU start's, not the same.
+
 Time to walk's wall clock (b) counts this compilation on a fresh machine (BENCHMARKS.md). A row
 that fails is reported with its last error line and the others are still measured.
 """
@@ -93,6 +102,45 @@ from isaac_adapter.app.bench.common import checkout_env, format_table
 # MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
 NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
 LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) ms\s+\((compiled|cached)\)")
+
+
+def compile_for_arch(arch: int, num_envs: int) -> list[dict]:
+    """``--cuda-arch``: the G1 backend's module variants, recorded on Warp's CPU device, each compiled
+    for CUDA architecture ``arch`` in turn; one row per module, slowest first."""
+    import warp as wp
+
+    from isaac_adapter.backends.warp_stream import forward_only_kernels
+    from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+    from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+    wp.config.kernel_cache_dir = tempfile.mkdtemp(prefix="warp_cold_")
+    forward_only_kernels()  # as the application compiles
+    backend, _, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device="cpu"), check_every=0)
+    modules = {id(module): module for module, _, _ in backend.recorded_launches()}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="warp_aot_") as out:
+        for module in modules.values():
+            start = time.perf_counter()
+            wp.compile_aot_module(module, arch=arch, module_dir=out, use_ptx=False)
+            rows.append({"module": module.name, "kernels": len(module.kernels), "seconds": time.perf_counter() - start})
+    return sorted(rows, key=lambda row: row["seconds"], reverse=True)
+
+
+def print_arch_compile(arch: int, num_envs: int, slowest: int = 12) -> None:
+    """``--cuda-arch``'s table: the ``slowest`` modules, then the rest and the total."""
+    rows = compile_for_arch(arch, num_envs)
+    total = sum(row["seconds"] for row in rows)
+    table = [[row["module"], str(row["kernels"]), f"{row['seconds']:.2f}", f"{100 * row['seconds'] / total:.1f}"]
+             for row in rows[:slowest]]
+    rest = rows[slowest:]
+    if rest:
+        seconds = sum(row["seconds"] for row in rest)
+        table.append([f"the other {len(rest)} modules", str(sum(row["kernels"] for row in rest)), f"{seconds:.2f}",
+                      f"{100 * seconds / total:.1f}"])
+    table.append([f"all {len(rows)} modules", str(sum(row["kernels"] for row in rows)), f"{total:.2f}", "100.0"])
+    print(f"G1-Walk-Clock-Fast-v0 on MuJoCo Warp: the modules a CPU recording of its programs names, compiled for "
+          f"sm_{arch} on this CPU one after the other (Warp's precompiled header built by the first)")
+    print(format_table(["module", "kernels", "compile s", "share %"], table))
 
 
 def split_loads(log: str) -> dict[str, float]:
@@ -319,10 +367,18 @@ def main(argv: list[str] | None = None) -> None:
                    help="also time one iteration of examples/g1_walk.py from the same cache state")
     p.add_argument("--from-log", metavar="LOG", default=None,
                    help="print the module loads of a log Warp wrote (a training run's train.log) and measure nothing")
+    p.add_argument("--cuda-arch", type=int, default=None, metavar="ARCH",
+                   help="compile the backend's modules for this CUDA architecture (90: H100, H200) on this CPU, one "
+                   "at a time, and print each one's seconds; no GPU needed, measures nothing else")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a row, in this process, as JSON
     args = p.parse_args(argv)
     if args.from_log:
         print_log_loads(args.from_log)
+        return
+    if args.cuda_arch is not None:
+        if args.cuda_arch < 50:
+            p.error(f"--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got {args.cuda_arch}")
+        print_arch_compile(args.cuda_arch, args.num_envs)
         return
     if args.training_start and args.optimization_level is not None:
         p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
