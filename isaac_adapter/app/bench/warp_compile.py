@@ -105,8 +105,9 @@ LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) m
 
 
 def compile_for_arch(arch: int, num_envs: int) -> list[dict]:
-    """``--cuda-arch``: the G1 backend's module variants, recorded on Warp's CPU device, each compiled
-    for CUDA architecture ``arch`` in turn; one row per module, slowest first."""
+    """``--cuda-arch``: the modules of the G1 backend's programs, recorded on Warp's CPU device, each
+    compiled once (its default block size) for CUDA architecture ``arch`` in turn; a row per module,
+    slowest first."""
     import warp as wp
 
     from isaac_adapter.backends.warp_stream import forward_only_kernels
@@ -431,12 +432,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nG1-Walk-Clock-Fast-v0 on {built}, {args.num_envs} envs, device {args.device}, "
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
-    headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only where a row went without
+    without_headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only then
     table = [[_preload(r), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
-              r.get("box_box", "-"), _adjoints(r), *([_headers(r)] if headers else []), _output(r), f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}",
-              f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}", *load_cells(r)] for r in rows]
+              r.get("box_box", "-"), _adjoints(r), *([_headers(r)] if without_headers else []), _output(r),
+              f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}",
+              *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
-                        "adjoints", *(["precompiled headers"] if headers else []), "output", "preload s", "build s", "first step s", "total s", *LOAD_HEADERS], table))
+                        "adjoints", *(["precompiled headers"] if without_headers else []), "output", "preload s",
+                        "build s", "first step s", "total s", *LOAD_HEADERS], table))
     runs = len(combos)
     if args.training_start:
         runs += 1
