@@ -336,7 +336,6 @@ def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> Non
             warp_compile.main(["--from-log", str(path)])
 
 
-
 def test_warp_compile_measures_one_row_with_precompiled_headers_and_one_without(monkeypatch, capsys) -> None:
     """``--precompiled-headers on off``: each child is told which, and the table gains the column only
     when a row went without."""
@@ -401,7 +400,8 @@ def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(mo
     assert built == [(90, 4)]
     lines = capsys.readouterr().out.splitlines()
     assert "compiled for sm_90" in lines[0]
-    cells = [line.split() for line in lines[1:] if line.startswith(("m", "the other", "all")) and not line.startswith("module")]
+    cells = [line.split() for line in lines[1:]
+             if line.startswith(("m", "the other", "all")) and not line.startswith("module")]
     total = sum(range(6, 21))  # 195 s
     assert cells[0] == ["m0", "1", "20.00", f"{100 * 20 / total:.1f}"]
     assert len([c for c in cells if c[0].startswith("m")]) == 12

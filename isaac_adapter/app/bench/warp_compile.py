@@ -293,20 +293,12 @@ def _preload(row: dict) -> str:
     return str(row["preload_workers"]) + (" (wp.force_load)" if row.get("preload_via") == "force_load" else "")
 
 
-def _build_preload(row: dict) -> str:
-    """The row's build preload: on / off, or - where there is none (no compile workers, or not Isaac Lab)."""
-    value = row.get("build_preload")
+def _on_off(row: dict, key: str) -> str:
+    """A yes/no setting's table cell: ``on`` / ``off``, ``-`` where the row has none (a row measured
+    before the column existed, or one the setting does not apply to: the build preload without
+    compile workers or off Isaac Lab)."""
+    value = row.get(key)
     return "-" if value is None else ("on" if value else "off")
-
-
-def _adjoints(row: dict) -> str:
-    """The table's adjoints column: ``on`` / ``off``, ``-`` for a row measured before the column."""
-    return "-" if "adjoints" not in row else ("on" if row["adjoints"] else "off")
-
-
-def _headers(row: dict) -> str:
-    """The table's precompiled-headers column: ``on`` / ``off``, ``-`` for a row measured before the column."""
-    return "-" if "precompiled_headers" not in row else ("on" if row["precompiled_headers"] else "off")
 
 
 def _version(version: list[int] | tuple[int, ...] | None) -> str:
@@ -433,8 +425,9 @@ def main(argv: list[str] | None = None) -> None:
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
     without_headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only then
-    table = [[_preload(r), str(r.get("compile_workers", "-")), *([_build_preload(r)] if preloads else []),
-              r.get("box_box", "-"), _adjoints(r), *([_headers(r)] if without_headers else []), _output(r),
+    table = [[_preload(r), str(r.get("compile_workers", "-")), *([_on_off(r, "build_preload")] if preloads else []),
+              r.get("box_box", "-"), _on_off(r, "adjoints"),
+              *([_on_off(r, "precompiled_headers")] if without_headers else []), _output(r),
               f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}",
               *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
