@@ -19,6 +19,7 @@ bit-identical.
     python benchmarks/env_gpu.py                        # 1024, 4096, 16384 envs on cuda:0
     python benchmarks/env_gpu.py --num-envs 4096 --steps 500
     python benchmarks/env_gpu.py --num-envs 16384 --physics dt=0.005,dec=4 dt=0.005,dec=4,it=3,ls=4 dt=0.004,dec=5
+    python benchmarks/env_gpu.py --num-envs 4096 65536 --physics dt=0.01,dec=2 dt=0.01,dec=2,solver=cg,it=20
     python benchmarks/env_gpu.py --num-envs 16384 --njmax 0 128                 # constraint rows per world
     python benchmarks/env_gpu.py --num-envs 4096 --nconmax 0 16 --njmax 0 128   # contacts per world, pooled
     python benchmarks/env_gpu.py --num-envs 4096 --sensor-substeps last every   # sensors on every substep too
@@ -226,7 +227,7 @@ def main() -> None:
     parser.add_argument("--check-every", type=int, default=50, help="policy steps between health checks")
     parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
     parser.add_argument("--physics", nargs="+", default=["dt=0.005,dec=4"],
-                        help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,it=][,ls=])")
+                        help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,solver=][,it=][,ls=])")
     parser.add_argument("--njmax", type=int, nargs="+", default=[0],
                         help="constraint rows per world (0: the backend's bound); one row per value")
     parser.add_argument("--nconmax", type=int, nargs="+", default=[0],

@@ -334,13 +334,18 @@ def load(args: argparse.Namespace) -> tuple[dict, mujoco.MjModel, onnxruntime.In
     substeps = policy_dt / sim_dt
     if abs(substeps - round(substeps)) > 1e-9 * substeps:
         raise UsageError(f"--sim-dt {sim_dt}: the policy step {policy_dt:g} s must be a whole number of physics steps")
-    # the physics the policy was trained on: the config's step, integrator and solver budget
+    # the physics the policy was trained on: the config's step, integrator, solver and its budget
     model.opt.timestep = sim_dt
     if config.get("integrator"):
         integrator = getattr(mujoco.mjtIntegrator, "mjINT_" + str(config["integrator"]).upper(), None)
         if integrator is None:
             raise UsageError(f"--config {args.config}: integrator {config['integrator']!r} is none of MuJoCo's")
         model.opt.integrator = integrator
+    if config.get("solver"):
+        solver = getattr(mujoco.mjtSolver, "mjSOL_" + str(config["solver"]).upper(), None)
+        if solver is None:
+            raise UsageError(f"--config {args.config}: solver {config['solver']!r} is none of MuJoCo's")
+        model.opt.solver = solver
     for key in ("solver_iterations", "ls_iterations"):
         if config.get(key) is not None:
             setattr(model.opt, key.removeprefix("solver_"), int(config[key]))

@@ -84,7 +84,8 @@ def test_deploy_yaml_holds_the_tasks_values(exported):
     assert config["policy_path"] == "policy.onnx" and (paths["deploy"].parent / "policy.onnx").is_file()
     assert Path(config["xml_path"]).name == "scene_mjx.xml" and Path(config["xml_path"]).is_file()
     assert (config["simulation_dt"], config["control_decimation"], config["gait_period_s"]) == (0.005, 4, 0.8)
-    assert (config["integrator"], config["solver_iterations"], config["ls_iterations"]) == ("implicitfast", 5, 8)
+    assert (config["integrator"], config["solver"], config["solver_iterations"], config["ls_iterations"]) == (
+        "implicitfast", "newton", 5, 8)
     assert (config["action_scale"], config["action_clip"], config["fall_height"]) == (0.25, 10.0, 0.25)
     assert [(t["name"], t["width"], t["scale"]) for t in config["obs_terms"]] == [
         ("base_ang_vel", 3, 0.25), ("projected_gravity", 3, 1.0), ("velocity_command", 3, 1.0),

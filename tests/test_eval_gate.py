@@ -127,14 +127,16 @@ def test_an_env_with_more_envs_than_the_gate_holds_the_smoothness_command_in_the
 
 
 def test_a_checkpoint_trained_on_cheaper_physics_is_judged_on_the_reference(recording) -> None:
-    """The task a checkpoint recorded (clock, commands, rewards) is kept; its step size and solver
-    budget are not: the gate's physics is the task's 5 ms x 4 with the model file's solver."""
-    recorded = G1WalkConfig(sim_dt=0.004, decimation=5, solver_iterations=3, ls_iterations=4,
+    """The task a checkpoint recorded (clock, commands, rewards) is kept; its step size, solver and
+    solver budget are not: the gate's physics is the task's 5 ms x 4 with the model file's solver."""
+    recorded = G1WalkConfig(sim_dt=0.004, decimation=5, solver="cg", solver_iterations=3, ls_iterations=4,
                             gait_period_s=0.8, lin_vel_y_range=(-0.45, 0.45))
     path = recording(CHECKPOINT, "G1-Walk-Clock-v0", recorded, "cheap_physics.pt")
-    assert checkpoint_walk_config(str(path)).sim_dt == 0.004  # what evaluation would use without the pin
+    trained = checkpoint_walk_config(str(path))  # what evaluation would use without the pin
+    assert (trained.sim_dt, trained.solver) == (0.004, "cg")
     judged = gate_task_config(str(path), GateConfig(starts=2))
-    assert (judged.sim_dt, judged.decimation, judged.solver_iterations, judged.ls_iterations) == (0.005, 4, None, None)
+    assert (judged.sim_dt, judged.decimation, judged.solver, judged.solver_iterations, judged.ls_iterations) == (
+        0.005, 4, None, None, None)
     assert judged.gait_period_s == 0.8 and judged.lin_vel_y_range == (-0.45, 0.45) and judged.num_envs == 14
 
 

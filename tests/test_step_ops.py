@@ -336,9 +336,14 @@ def test_warp_compile_reads_the_loads_of_a_training_log(tmp_path, capsys) -> Non
             warp_compile.main(["--from-log", str(path)])
 
 
-def test_warp_compile_measures_one_row_with_precompiled_headers_and_one_without(monkeypatch, capsys) -> None:
-    """``--precompiled-headers on off``: each child is told which, and the table gains the column only
-    when a row went without."""
+@pytest.mark.parametrize("flag, values, key, column", [
+    ("--precompiled-headers", ("on", "off"), "precompiled_headers", "precompiled headers"),
+    ("--solver", ("newton", "cg"), "solver", "solver"),
+])
+def test_warp_compile_measures_a_row_per_value_and_shows_the_column_only_off_the_default(
+        monkeypatch, capsys, flag, values, key, column) -> None:
+    """``--precompiled-headers on off`` / ``--solver newton cg``: each child is told which, and the
+    table gains the column only when a row left the default (headers on, Newton)."""
     import json
     import subprocess
 
@@ -347,25 +352,26 @@ def test_warp_compile_measures_one_row_with_precompiled_headers_and_one_without(
     asked = []
 
     def fake_run(cmd, **kwargs):
-        headers = cmd[cmd.index("--precompiled-headers") + 1]
-        asked.append(headers)
+        value = cmd[cmd.index(flag) + 1]
+        asked.append(value)
         row = {"device": "cuda:0", "preload_workers": 0, "compile_workers": 16, "cache": "empty",
-               "box_box": "primitive", "adjoints": False, "output": "native", "precompiled_headers": headers == "on",
-               "preload_s": 0.0, "build_s": 33.1 if headers == "on" else 20.5, "first_step_s": 0.1, "total_s": 0.0,
-               "named_compiled_s": 0.0, "named_n": 0, "per_model_compiled_s": 0.0, "per_model_n": 0,
-               "cached_s": 0.0, "cached_n": 0}
+               "box_box": "primitive", "adjoints": False, "output": "native", "precompiled_headers": True,
+               "solver": "newton", "preload_s": 0.0, "build_s": 33.1 if value == values[0] else 20.5,
+               "first_step_s": 0.1, "total_s": 0.0, "named_compiled_s": 0.0, "named_n": 0,
+               "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0, "cached_n": 0}
+        row[key] = value == "on" if key == "precompiled_headers" else value
         return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
 
     monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
-    warp_compile.main(["--preload-workers", "0", "--compile-workers", "16", "--precompiled-headers", "on", "off"])
-    assert asked == ["on", "off"]
+    warp_compile.main(["--preload-workers", "0", "--compile-workers", "16", flag, *values])
+    assert asked == list(values)
     out = capsys.readouterr().out
-    assert "precompiled headers" in out
+    assert column in out.splitlines()[-4]  # the table's header
     rows = [ln.split()[:8] for ln in out.splitlines() if ln.startswith("0 ")]
-    assert rows == [["0", "16", "primitive", "off", "on", "native", "0.0", "33.1"],
-                    ["0", "16", "primitive", "off", "off", "native", "0.0", "20.5"]]
-    warp_compile.main(["--preload-workers", "0"])  # Warp's default alone: no such column
-    assert "precompiled headers" not in capsys.readouterr().out
+    assert rows == [["0", "16", "primitive", "off", values[0], "native", "0.0", "33.1"],
+                    ["0", "16", "primitive", "off", values[1], "native", "0.0", "20.5"]]
+    warp_compile.main(["--preload-workers", "0"])  # the defaults alone: no such column
+    assert column not in capsys.readouterr().out.splitlines()[-3]
 
 
 def test_a_warp_compile_row_sets_warps_precompiled_headers_flag_before_it_builds(monkeypatch) -> None:
@@ -391,15 +397,15 @@ def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(mo
 
     built = []
 
-    def fake_compile(arch, num_envs):
-        built.append((arch, num_envs))
+    def fake_compile(arch, num_envs, solver):
+        built.append((arch, num_envs, solver))
         return [{"module": f"m{i}", "kernels": i + 1, "seconds": float(20 - i)} for i in range(15)]  # 20 .. 6 s
 
     monkeypatch.setattr(warp_compile, "compile_for_arch", fake_compile)
-    warp_compile.main(["--cuda-arch", "90", "--num-envs", "4"])
-    assert built == [(90, 4)]
+    warp_compile.main(["--cuda-arch", "90", "--num-envs", "4", "--solver", "cg"])
+    assert built == [(90, 4, "cg")]
     lines = capsys.readouterr().out.splitlines()
-    assert "compiled for sm_90" in lines[0]
+    assert "cg solver" in lines[0] and "compiled for sm_90" in lines[0]
     cells = [line.split() for line in lines[1:]
              if line.startswith(("m", "the other", "all")) and not line.startswith("module")]
     total = sum(range(6, 21))  # 195 s
@@ -410,4 +416,4 @@ def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(mo
     with pytest.raises(SystemExit):
         warp_compile.main(["--cuda-arch", "9"])
     assert "--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got 9" in capsys.readouterr().err
-    assert built == [(90, 4)]  # refused before anything was built
+    assert built == [(90, 4, "cg")]  # refused before anything was built

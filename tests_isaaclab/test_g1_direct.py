@@ -260,15 +260,18 @@ def test_the_reset_by_mask_steps_as_the_reset_by_ids():
 
 def test_the_solver_runs_with_the_mujoco_models_options():
     """The solver Newton builds gets the G1 model's integrator, cone and solver (implicitfast,
-    pyramidal, Newton) and its tolerance; the iteration budget stays Isaac Lab's converged 100 and 50
-    (the model's 5 and 8 made a step three times slower on Newton) unless the task sets one, which
-    then reaches it with the model's line search, without MuJoCo Warp's line per world at the limit."""
+    pyramidal, Newton, or the task's ``solver``) and its tolerance; the iteration budget stays Isaac
+    Lab's converged 100 and 50 (the model's 5 and 8 made a step three times slower on Newton) unless
+    the task sets one, which then reaches it with the model's line search, without MuJoCo Warp's line
+    per world at the limit."""
     from isaaclab_newton.physics import NewtonManager
 
     from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
 
-    for iterations, expected in ((None, (100, 50)), (3, (3, 8))):
-        task = G1WalkConfig(num_envs=2, device="cpu", joint_pos_noise=0.0, solver_iterations=iterations)
+    # mjtSolver: 1 CG, 2 Newton
+    for solver, iterations, expected, solver_id in ((None, None, (100, 50), 2), (None, 3, (3, 8), 2),
+                                                    ("cg", 20, (20, 8), 1)):
+        task = G1WalkConfig(num_envs=2, device="cpu", joint_pos_noise=0.0, solver=solver, solver_iterations=iterations)
         env = make_g1_direct_env(task)
         try:
             env.reset()
@@ -276,7 +279,7 @@ def test_the_solver_runs_with_the_mujoco_models_options():
             assert (int(opt.iterations), int(opt.ls_iterations)) == expected
             # the model's 1e-8, raised by MuJoCo Warp to its float32 floor (as on the project's Warp backend)
             assert float(opt.tolerance.numpy()[0]) == pytest.approx(1e-6)
-            assert (int(opt.integrator), int(opt.cone), int(opt.solver)) == (3, 0, 2)  # implicitfast, pyramidal, Newton
+            assert (int(opt.integrator), int(opt.cone), int(opt.solver)) == (3, 0, solver_id)  # implicitfast, pyramidal
             # a budget the task sets is meant to be reached: no line printed from every world that does
             assert bool(opt.warn_overflow) is (iterations is None)
         finally:

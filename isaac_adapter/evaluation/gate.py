@@ -398,11 +398,11 @@ def describe_randomization(cfg: RandomizationCfg) -> str:
 
 
 #: The physics every checkpoint is judged on, whatever it was trained with: the task's reference
-#: (sim_dt 5 ms x 4, the model file's solver budget). A policy trained on cheaper physics (say 4 ms x
-#: 5, or fewer solver iterations) would otherwise be judged on that physics, and a changed step size
-#: alone moves the roll/pitch line by about 0.01 rad/s for the same policy
+#: (sim_dt 5 ms x 4, the model file's solver and its budget). A policy trained on cheaper physics (say
+#: 4 ms x 5, fewer solver iterations, or CG for Newton) would otherwise be judged on that physics, and a
+#: changed step size alone moves the roll/pitch line by about 0.01 rad/s for the same policy
 #: (benchmarks/physics_settings.py), so a pass could come from the physics rather than the policy.
-REFERENCE_PHYSICS = ("sim_dt", "decimation", "solver_iterations", "ls_iterations")
+REFERENCE_PHYSICS = ("sim_dt", "decimation", "solver", "solver_iterations", "ls_iterations")
 
 
 def gate_task_config(path: str, cfg: GateConfig | None = None, physics_threads: int = 0,

@@ -128,15 +128,11 @@ def mujoco_solver_options(model: Any) -> dict[str, Any]:
     default the solver keeps Isaac Lab's 100 and 50 and converges.
     """
     opt = model.opt
-
-    def name(enum: Any, value: int, prefix: str) -> str:
-        return enum(int(value)).name.removeprefix(prefix).lower()
-
     return {"iterations": int(opt.iterations), "ls_iterations": int(opt.ls_iterations),
             "tolerance": float(opt.tolerance), "impratio": float(opt.impratio),
-            "integrator": name(mujoco.mjtIntegrator, opt.integrator, "mjINT_"),
-            "cone": name(mujoco.mjtCone, opt.cone, "mjCONE_"),
-            "solver": name(mujoco.mjtSolver, opt.solver, "mjSOL_")}
+            "integrator": assets.option_name(mujoco.mjtIntegrator, opt.integrator),
+            "cone": assets.option_name(mujoco.mjtCone, opt.cone),
+            "solver": assets.option_name(mujoco.mjtSolver, opt.solver)}
 
 
 def warp_mask(mask: torch.Tensor) -> Any:
@@ -224,7 +220,7 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
         the MuJoCo model's solver options (:func:`mujoco_solver_options` says which); ``reset_by_mask``:
         see the module docstring."""
         cfg = cls()
-        g1 = assets.build_g1_model(task.model_variant, task.sim_dt, task.solver_iterations, task.ls_iterations)
+        g1 = assets.build_task_model(task)
         options = mujoco_solver_options(g1.model)
         if task.solver_iterations is None and task.ls_iterations is None:
             # Newton prints a warning from every step that ends at the iteration limit: with the

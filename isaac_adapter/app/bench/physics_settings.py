@@ -2,11 +2,12 @@
 
     python benchmarks/physics_settings.py
     python benchmarks/physics_settings.py --settings "dt=0.004,dec=5,it=3,ls=4" "dt=0.005,dec=4,it=2,ls=2"
+    python benchmarks/physics_settings.py --settings "dt=0.01,dec=2" "dt=0.01,dec=2,solver=cg,it=20"
     python benchmarks/physics_settings.py --json physics_settings.json
 
-A setting is ``dt=SIM_DT,dec=DECIMATION[,it=ITERATIONS][,ls=LS_ITERATIONS]`` (``it`` / ``ls``
-absent or ``file``: the model file's ``opt.iterations`` / ``opt.ls_iterations``; menagerie_mjx: 5 and
-8). Every setting must keep the checkpoint's policy step (``dt * dec``, 20 ms). The reference is the
+A setting is ``dt=SIM_DT,dec=DECIMATION[,solver=SOLVER][,it=ITERATIONS][,ls=LS_ITERATIONS]``
+(``solver``: ``newton`` or ``cg``; ``solver`` / ``it`` / ``ls`` absent or ``file``: the model file's
+``opt.solver`` / ``opt.iterations`` / ``opt.ls_iterations``; menagerie_mjx: Newton, 5 and 8). Every setting must keep the checkpoint's policy step (``dt * dec``, 20 ms). The reference is the
 physics the checkpoint recorded (``registry.checkpoint_walk_config``: 0.005 x 4, the file's solver);
 it is always the first row. Per setting, all on CPU MuJoCo:
 
@@ -27,7 +28,7 @@ it is always the first row. Per setting, all on CPU MuJoCo:
   (``benchmarks/env_gpu.py``, ``benchmarks/train_gpu.py``).
 * closed loop: the walking gate (:mod:`isaac_adapter.evaluation.gate`, as ``benchmarks/g1_gate.py``
   runs it) with the checkpoint's recorded config and the setting's ``sim_dt``, ``decimation``,
-  ``solver_iterations`` and ``ls_iterations`` in place of its physics, once per ``--gate-seeds``
+  ``solver``, ``solver_iterations`` and ``ls_iterations`` in place of its physics, once per ``--gate-seeds``
   value: the first seed's rollout is the gate's verdict (seed 0, as ``g1_gate.py``); the others give
   each line's spread over spawn noise, against which a setting's shift can be read.
 
@@ -50,6 +51,8 @@ import mujoco
 import numpy as np
 import torch
 
+from isaac_adapter.tasks.g1_walk.config import SOLVERS
+
 CHECKPOINT = "docs/checkpoints/g1_clock_it1296.pt"
 DEFAULT_SETTINGS = (
     "dt=0.005,dec=4",
@@ -68,13 +71,14 @@ _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 @dataclass(frozen=True)
 class Setting:
     """Physics of one row: substep ``sim_dt`` (s), ``decimation`` substeps per policy step, and the
-    constraint solver's budget (None: the model file's)."""
+    constraint solver and its budget (None: the model file's)."""
 
     sim_dt: float
     decimation: int
     iterations: int | None = None
     ls_iterations: int | None = None
     file_sensors: bool = False  # the model file's IMU sensors kept (cost only: the dynamics are the same)
+    solver: str | None = None  # "newton" or "cg"
 
     @property
     def policy_dt(self) -> float:
@@ -84,19 +88,21 @@ class Setting:
         """The :class:`~isaac_adapter.tasks.g1_walk.config.G1WalkConfig` fields this setting sets."""
         return {"sim_dt": self.sim_dt, "decimation": self.decimation,
                 "solver_iterations": self.iterations, "ls_iterations": self.ls_iterations,
-                "model_file_sensors": self.file_sensors}
+                "model_file_sensors": self.file_sensors, "solver": self.solver}
 
-    def resolved(self, file_iterations: int, file_ls_iterations: int) -> Setting:
-        """The same physics with the file's solver budget written out (for comparing settings)."""
+    def resolved(self, file_iterations: int, file_ls_iterations: int, file_solver: str) -> Setting:
+        """The same physics with the file's solver and budget written out (for comparing settings)."""
         return replace(self, iterations=self.iterations if self.iterations is not None else file_iterations,
-                       ls_iterations=self.ls_iterations if self.ls_iterations is not None else file_ls_iterations)
+                       ls_iterations=self.ls_iterations if self.ls_iterations is not None else file_ls_iterations,
+                       solver=self.solver if self.solver is not None else file_solver)
 
     def label(self) -> str:
-        """``"dt 0.005 x4, it file, ls file"``, ``"dt 0.004 x5, it 3, ls 4"``."""
+        """``"dt 0.005 x4, it file, ls file"``, ``"dt 0.004 x5, it 3, ls 4"``, ``"dt 0.01 x2, cg, it 20, ls file"``."""
+        solver = "" if self.solver is None else f", {self.solver}"
         it = "file" if self.iterations is None else str(self.iterations)
         ls = "file" if self.ls_iterations is None else str(self.ls_iterations)
         sensors = ", file sensors" if self.file_sensors else ""
-        return f"dt {self.sim_dt:g} x{self.decimation}, it {it}, ls {ls}{sensors}"
+        return f"dt {self.sim_dt:g} x{self.decimation}{solver}, it {it}, ls {ls}{sensors}"
 
 
 def _positive_int(key: str, value: str) -> int:
@@ -110,8 +116,8 @@ def _positive_int(key: str, value: str) -> int:
 
 
 def parse_setting(text: str) -> Setting:
-    """``"dt=0.004,dec=5,it=3,ls=4"`` -> :class:`Setting`. ``dt`` and ``dec`` are required; ``it`` and
-    ``ls`` are optional (absent or ``file``: the model file's), and so is ``sensors`` (``task``, the
+    """``"dt=0.004,dec=5,it=3,ls=4"`` -> :class:`Setting`. ``dt`` and ``dec`` are required; ``solver``
+    (``newton``, ``cg``), ``it`` and ``ls`` are optional (absent or ``file``: the model file's), and so is ``sensors`` (``task``, the
     default: the task's foot sensors only; ``file``: the model file's sensors too). Raises
     ``ValueError`` on anything else."""
     fields: dict[str, str] = {}
@@ -122,8 +128,8 @@ def parse_setting(text: str) -> Setting:
         key, value = key.strip(), value.strip()
         if not sep or not value:
             raise ValueError(f"{text!r}: expected key=value, got {part.strip()!r}")
-        if key not in ("dt", "dec", "it", "ls", "sensors"):
-            raise ValueError(f"{text!r}: unknown key {key!r} (keys: dt, dec, it, ls, sensors)")
+        if key not in ("dt", "dec", "solver", "it", "ls", "sensors"):
+            raise ValueError(f"{text!r}: unknown key {key!r} (keys: dt, dec, solver, it, ls, sensors)")
         if key in fields:
             raise ValueError(f"{text!r}: {key} given twice")
         fields[key] = value
@@ -140,7 +146,11 @@ def parse_setting(text: str) -> Setting:
     sensors = fields.get("sensors", "task")
     if sensors not in ("task", "file"):
         raise ValueError(f"{text!r}: sensors must be task or file, got {sensors!r}")
-    return Setting(sim_dt, _positive_int("dec", fields["dec"]), budget["it"], budget["ls"], sensors == "file")
+    solver = fields.get("solver", "file")
+    if solver not in (*SOLVERS, "file"):
+        raise ValueError(f"{text!r}: solver must be {', '.join(SOLVERS)} or file, got {solver!r}")
+    return Setting(sim_dt, _positive_int("dec", fields["dec"]), budget["it"], budget["ls"], sensors == "file",
+                   None if solver == "file" else solver)
 
 
 def rms(x: np.ndarray) -> float:
@@ -206,7 +216,8 @@ def one_step_reruns(settings: list[Setting], model_variant: str, states: dict) -
     setting its row of divergence, solver and cost figures, and the reference's scale and bit-for-bit check."""
     from isaac_adapter.tasks.g1_walk import assets
 
-    models = [assets.build_g1_model(model_variant, s.sim_dt, s.iterations, s.ls_iterations).model for s in settings]
+    models = [assets.build_g1_model(model_variant, s.sim_dt, s.iterations, s.ls_iterations, solver=s.solver).model
+              for s in settings]
     datas = [mujoco.MjData(m) for m in models]
     size = states["before"].shape[1]
     for m in models:
@@ -243,6 +254,7 @@ def one_step_reruns(settings: list[Setting], model_variant: str, states: dict) -
             "joint_vel_rms_diff": rms_diff(qvel[k][:, 6:], ref_qvel[:, 6:]),
             "root_lin_vel_rms_diff": rms_diff(qvel[k][:, :3], ref_qvel[:, :3]),
             "joint_vel_rms_diff_p99": float(np.percentile(per_state, 99)),
+            "solver": assets.option_name(mujoco.mjtSolver, m.opt.solver),
             "solver_iterations": int(m.opt.iterations),
             "ls_iterations": int(m.opt.ls_iterations),
             "solver_iter_mean": float(niter[k].mean()),
@@ -374,9 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     recorded = checkpoint_walk_config(args.checkpoint, num_envs=1)
-    ref = Setting(recorded.sim_dt, recorded.decimation, recorded.solver_iterations, recorded.ls_iterations)
+    ref = Setting(recorded.sim_dt, recorded.decimation, recorded.solver_iterations, recorded.ls_iterations,
+                  solver=recorded.solver)
     file_model = assets.build_g1_model(recorded.model_variant, recorded.sim_dt).model
-    file_budget = (int(file_model.opt.iterations), int(file_model.opt.ls_iterations))
+    file_budget = (int(file_model.opt.iterations), int(file_model.opt.ls_iterations),
+                   assets.option_name(mujoco.mjtSolver, file_model.opt.solver))
     settings, seen = [ref], {ref.resolved(*file_budget)}
     for s in requested:
         if abs(s.policy_dt - ref.policy_dt) > 1e-9:
@@ -387,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gate_cfg = GateConfig(**{k: v for k, v in (("starts", args.gate_starts), ("horizon_s", args.gate_horizon_s))
                              if v is not None})
-    print(f"{args.checkpoint} ({recorded.model_variant}, file solver: iterations {file_budget[0]}, "
+    print(f"{args.checkpoint} ({recorded.model_variant}, file solver: {file_budget[2]}, iterations {file_budget[0]}, "
           f"ls_iterations {file_budget[1]}); reference physics: {ref.label()}")
     cpu = platform.processor() or platform.machine()
     print(f"CPU MuJoCo {mujoco.__version__}, {cpu}, torch threads {args.threads}")

@@ -15,6 +15,8 @@
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 16 --precompiled-headers on off
     python benchmarks/warp_compile.py --from-log runs/ttw/exact_s0/train.log   # what a training run loaded
     python benchmarks/warp_compile.py --cuda-arch 90                   # each module's GPU compile, on this CPU
+    python benchmarks/warp_compile.py --cuda-arch 90 --solver cg       # the same with MuJoCo's CG solver
+    python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 16 --solver newton cg
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -61,6 +63,9 @@ each compiling thread first builds the header of Warp's native code for itself, 
 own that the process deletes at exit, then reuses it) and without (each module parses that header
 again; ``wp.config.use_precompiled_headers``). Side by side, every worker thread builds its own.
 
+``--solver newton cg`` builds each row with MuJoCo's Newton solver (the model file's) and with CG
+(``env.solver``): CG has no Hessian to factor, so its solver needs no Cholesky kernels.
+
 ``--adjoints on off`` builds each row twice, with Warp's adjoint (backward) code and without it
 (``wp.config.enable_backward``; the application compiles without, ``forward_only_kernels``).
 ``--sim isaaclab`` builds ``G1WalkDirectEnv`` instead (Isaac Lab's Newton / MuJoCo-Warp; run in the
@@ -98,13 +103,14 @@ import time
 from pathlib import Path
 
 from isaac_adapter.app.bench.common import checkout_env, format_table
+from isaac_adapter.tasks.g1_walk.config import SOLVERS
 
 # MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
 NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
 LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) ms\s+\((compiled|cached)\)")
 
 
-def compile_for_arch(arch: int, num_envs: int) -> list[dict]:
+def compile_for_arch(arch: int, num_envs: int, solver: str = "newton") -> list[dict]:
     """``--cuda-arch``: the modules of the G1 backend's programs, recorded on Warp's CPU device, each
     compiled once (its default block size) for CUDA architecture ``arch`` in turn; a row per module,
     slowest first."""
@@ -116,7 +122,7 @@ def compile_for_arch(arch: int, num_envs: int) -> list[dict]:
 
     wp.config.kernel_cache_dir = tempfile.mkdtemp(prefix="warp_cold_")
     forward_only_kernels()  # as the application compiles
-    backend, _, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device="cpu"), check_every=0)
+    backend, _, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device="cpu", solver=solver), check_every=0)
     modules = {id(module): module for module, _, _ in backend.recorded_launches()}
     rows = []
     with tempfile.TemporaryDirectory(prefix="warp_aot_") as out:
@@ -127,9 +133,9 @@ def compile_for_arch(arch: int, num_envs: int) -> list[dict]:
     return sorted(rows, key=lambda row: row["seconds"], reverse=True)
 
 
-def print_arch_compile(arch: int, num_envs: int, slowest: int = 12) -> None:
+def print_arch_compile(arch: int, num_envs: int, solver: str = "newton", slowest: int = 12) -> None:
     """``--cuda-arch``'s table: the ``slowest`` modules, then the rest and the total."""
-    rows = compile_for_arch(arch, num_envs)
+    rows = compile_for_arch(arch, num_envs, solver)
     total = sum(row["seconds"] for row in rows)
     table = [[row["module"], str(row["kernels"]), f"{row['seconds']:.2f}", f"{100 * row['seconds'] / total:.1f}"]
              for row in rows[:slowest]]
@@ -139,8 +145,8 @@ def print_arch_compile(arch: int, num_envs: int, slowest: int = 12) -> None:
         table.append([f"the other {len(rest)} modules", str(sum(row["kernels"] for row in rest)), f"{seconds:.2f}",
                       f"{100 * seconds / total:.1f}"])
     table.append([f"all {len(rows)} modules", str(sum(row["kernels"] for row in rows)), f"{total:.2f}", "100.0"])
-    print(f"G1-Walk-Clock-Fast-v0 on MuJoCo Warp: the modules a CPU recording of its programs names, compiled for "
-          f"sm_{arch} on this CPU one after the other (Warp's precompiled header built by the first)")
+    print(f"G1-Walk-Clock-Fast-v0 on MuJoCo Warp, {solver} solver: the modules a CPU recording of its programs names, "
+          f"compiled for sm_{arch} on this CPU one after the other (Warp's precompiled header built by the first)")
     print(format_table(["module", "kernels", "compile s", "share %"], table))
 
 
@@ -166,7 +172,7 @@ def split_loads(log: str) -> dict[str, float]:
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
             sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True,
-            preload_via: str = "launch", precompiled_headers: bool = True) -> dict:
+            preload_via: str = "launch", precompiled_headers: bool = True, solver: str = "newton") -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split. A run that fails writes the end of Warp's log (the modules
     it loaded last) to stderr before it raises."""
@@ -182,11 +188,12 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
                  "optimization_level": optimization_level, "box_box": box_box if sim == "warp" else "-",
                  "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers,
                  "build_preload": build_preload if sim == "isaaclab" and compile_workers else None,
-                 "preload_via": preload_via if preload_workers else None, "precompiled_headers": precompiled_headers}
+                 "preload_via": preload_via if preload_workers else None, "precompiled_headers": precompiled_headers,
+                 "solver": solver}
     try:
         with contextlib.redirect_stdout(log):
             _build_and_step(row, device, num_envs, preload_workers, preload_via, box_box, sim, compile_workers,
-                            build_preload)
+                            build_preload, solver)
     except BaseException:
         print("".join(log.getvalue().splitlines(keepends=True)[-30:]), file=sys.stderr, flush=True)
         raise
@@ -196,7 +203,7 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
 
 
 def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int, preload_via: str,
-                    box_box: str, sim: str, compile_workers: int, build_preload: bool) -> None:
+                    box_box: str, sim: str, compile_workers: int, build_preload: bool, solver: str) -> None:
     """:func:`one_run`'s measured part (Warp's log going where stdout goes): the phase times into ``row``."""
     import warp as wp
 
@@ -224,7 +231,7 @@ def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int,
     row["preload_s"] = time.perf_counter() - start
     start = time.perf_counter()
     cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
-                            warp_compile_workers=compile_workers)
+                            warp_compile_workers=compile_workers, solver=solver)
     if sim == "isaaclab":
         from isaac_adapter.isaaclab import g1_direct
         from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
@@ -354,6 +361,9 @@ def main(argv: list[str] | None = None) -> None:
                    "step launch (on, as the env does) or leaves them to the build (off), one row each")
     p.add_argument("--precompiled-headers", nargs="+", choices=("on", "off"), default=["on"],
                    help="compile with Warp's precompiled headers (on, Warp's default) or without, one row each")
+    p.add_argument("--solver", nargs="+", choices=SOLVERS, default=["newton"],
+                   help="MuJoCo's constraint solver (the task's env.solver), one row each (default: newton, the "
+                   "model file's); with --cuda-arch, the first")
     p.add_argument("--sim", choices=("warp", "isaaclab"), default="warp",
                    help="what each row builds: the MuJoCo Warp backend, or G1WalkDirectEnv (Isaac Lab venv)")
     p.add_argument("--training-start", action="store_true",
@@ -371,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.cuda_arch is not None:
         if args.cuda_arch < 50:
             p.error(f"--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got {args.cuda_arch}")
-        print_arch_compile(args.cuda_arch, args.num_envs)
+        print_arch_compile(args.cuda_arch, args.num_envs, args.solver[0])
         return
     if args.training_start and args.optimization_level is not None:
         p.error("--optimization-level sets the one-step rows' level; --training-start runs g1_walk.py at Warp's "
@@ -385,21 +395,22 @@ def main(argv: list[str] | None = None) -> None:
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
                                           args.sim, args.cuda_output[0], args.compile_workers[0],
                                           args.build_preload[0] == "on", args.preload_via[0],
-                                          args.precompiled_headers[0] == "on")))
+                                          args.precompiled_headers[0] == "on", args.solver[0])))
         return
     rows, failed = [], []
     # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
     # so is the way of the preload, with preload workers
-    combos = [(b, w, v, a, o, c, bp, h) for b in args.box_box for w in args.preload_workers for v in args.preload_via
+    combos = [(b, w, v, a, o, c, bp, h, sv) for b in args.box_box for w in args.preload_workers for v in args.preload_via
               for a in args.adjoints for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
-              for h in args.precompiled_headers
+              for h in args.precompiled_headers for sv in args.solver
               if (bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0))
               and (v == args.preload_via[0] or w > 0)]
-    for box_box, workers, via, adjoints, output, ahead, build_preload, headers in combos:
+    for box_box, workers, via, adjoints, output, ahead, build_preload, headers, solver in combos:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
                "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead),
-               "--build-preload", build_preload, "--preload-via", via, "--precompiled-headers", headers] + (
+               "--build-preload", build_preload, "--preload-via", via, "--precompiled-headers", headers,
+               "--solver", solver] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -414,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
                           f"--cuda-output {output} --compile-workers {ahead}"
                           + (f" --build-preload {build_preload}" if args.sim == "isaaclab" and ahead else "")
                           + (f" --precompiled-headers {headers}" if headers != "on" else "")
+                          + (f" --solver {solver}" if solver != "newton" else "")
                           + f": {failure(done)}")
             print(failed[-1], flush=True)
             continue
@@ -425,13 +437,16 @@ def main(argv: list[str] | None = None) -> None:
           f"kernel cache {'given' if args.cache else 'empty per row (and the driver JIT cache)'}, optimisation {level}")
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
     without_headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only then
+    solvers = any(r.get("solver", "newton") != "newton" for r in rows)  # likewise
     table = [[_preload(r), str(r.get("compile_workers", "-")), *([_on_off(r, "build_preload")] if preloads else []),
               r.get("box_box", "-"), _on_off(r, "adjoints"),
-              *([_on_off(r, "precompiled_headers")] if without_headers else []), _output(r),
+              *([_on_off(r, "precompiled_headers")] if without_headers else []),
+              *([r.get("solver", "newton")] if solvers else []), _output(r),
               f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}",
               *load_cells(r)] for r in rows]
     print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
-                        "adjoints", *(["precompiled headers"] if without_headers else []), "output", "preload s",
+                        "adjoints", *(["precompiled headers"] if without_headers else []),
+                        *(["solver"] if solvers else []), "output", "preload s",
                         "build s", "first step s", "total s", *LOAD_HEADERS], table))
     runs = len(combos)
     if args.training_start:

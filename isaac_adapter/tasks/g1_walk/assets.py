@@ -95,11 +95,13 @@ def build_g1_model(
     ls_iterations: int | None = None,
     file_sensors: bool = False,
     self_collisions: bool = True,
+    solver: str | None = None,
 ) -> G1Model:
     """Compile ``variant`` with physics step ``sim_dt``, a floor, and per-foot contact/velocity sensors.
 
     ``iterations`` / ``ls_iterations``: the constraint solver's ``opt.iterations`` and
-    ``opt.ls_iterations``; None keeps the file's. ``file_sensors``: keep the file's own sensors (IMU
+    ``opt.ls_iterations``; None keeps the file's. ``solver``: ``opt.solver`` by name (``"newton"``,
+    ``"cg"``); None keeps the file's. ``file_sensors``: keep the file's own sensors (IMU
     readings: velocimeters, gyros, frame axes, accelerometers), which nothing here reads. Sensors
     never act on the dynamics, but they are computed on every substep, and an accelerometer alone
     makes MuJoCo run its post-constraint inverse dynamics each time; so by default they are dropped.
@@ -119,6 +121,8 @@ def build_g1_model(
         spec.option.iterations = int(iterations)
     if ls_iterations is not None:
         spec.option.ls_iterations = int(ls_iterations)
+    if solver is not None:
+        spec.option.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver.upper()}")
     if info.integrator is not None:
         spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{info.integrator.upper()}")
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
@@ -149,6 +153,21 @@ def build_g1_model(
     root_q = 0  # the free joint comes first in every variant
     nominal = np.concatenate([key.qpos[root_q : root_q + 7], key.qpos[model.jnt_qposadr[joints]]])
     return G1Model(model=model, nominal_qpos=nominal, joint_names=joint_names)
+
+
+def option_name(enum: Any, value: int) -> str:
+    """A MuJoCo option's value by name, as its XML spells it: ``option_name(mujoco.mjtSolver, 2)`` is
+    ``"newton"``, ``option_name(mujoco.mjtIntegrator, 3)`` ``"implicitfast"``."""
+    name = enum(int(value)).name
+    return name[name.index("_") + 1:].lower()
+
+
+def build_task_model(task: Any) -> G1Model:
+    """The model a G1 task compiles: :func:`build_g1_model` with ``task``'s (a ``G1WalkConfig``) variant,
+    physics step, solver, solver budget, sensors and self-collisions."""
+    return build_g1_model(task.model_variant, task.sim_dt, task.solver_iterations, task.ls_iterations,
+                          file_sensors=task.model_file_sensors, self_collisions=task.model_self_collisions,
+                          solver=task.solver)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg, as_randomization, robust_randomization
 
 WARP_BOX_BOX = ("primitive", "convex")  # G1WalkConfig.warp_box_box's values
+SOLVERS = ("newton", "cg")  # G1WalkConfig.solver's values: the constraint solvers MuJoCo Warp has too
 _EPS = 1e-9  # relative tolerance for "a whole number of policy steps" (0.4 / 0.02 = 20.000000000000004)
 
 
@@ -132,6 +133,11 @@ class G1WalkConfig:
     # Isaac Lab's G1WalkDirectEnv passes them on when set (by default its solver converges: 100 and 50).
     solver_iterations: int | None = None
     ls_iterations: int | None = None
+    # MuJoCo's constraint solver (opt.solver): "newton" or "cg"; None keeps the model file's (Newton
+    # for every variant). CG needs more iterations than Newton for the same step (about 20 against
+    # Newton's 5 for the gate's policy, benchmarks/physics_settings.py) but has no Hessian to
+    # factor: on MuJoCo Warp its solver compiles without the Cholesky kernels, the slowest of a cold build.
+    solver: str | None = None
     # MuJoCo Warp's buffers: contacts per world (pooled over the worlds) and constraint rows per
     # world (a hard limit per world); None sizes both for every contact and limit at once
     # (backends.mujoco_warp.contact_capacity: 102 and 292 for the G1, of which about 5 and 85 are
@@ -261,6 +267,8 @@ class G1WalkConfig:
                 raise ValueError(f"{name} must be a positive integer or None, got {value}")
         if not (int(self.warp_compile_workers) == self.warp_compile_workers and self.warp_compile_workers >= 0):
             raise ValueError(f"warp_compile_workers must be an integer >= 0, got {self.warp_compile_workers}")
+        if self.solver is not None and self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)} (or None: the model file's), got {self.solver!r}")
         if self.warp_box_box not in WARP_BOX_BOX:
             raise ValueError(f"warp_box_box must be one of {', '.join(WARP_BOX_BOX)}, got {self.warp_box_box!r}")
         for name in ("tilt_grace_s", "lateral_grace_s"):

@@ -82,10 +82,6 @@ def _target_limits(model: mujoco.MjModel) -> list[list[float] | None]:
             for i, (lo, hi) in enumerate(model.actuator_ctrlrange)]
 
 
-def _integrator_name(model: mujoco.MjModel) -> str:
-    return mujoco.mjtIntegrator(model.opt.integrator).name.removeprefix("mjINT_").lower()
-
-
 def deploy_config(cfg: G1WalkConfig, policy_file: str = ONNX_NAME, task_id: str | None = None) -> dict[str, Any]:
     """Everything ``deploy/deploy_mujoco.py`` (or a robot's controller) needs to run the policy of
     task ``cfg``, as plain data: see ``docs/deploy.md`` for each field.
@@ -95,8 +91,7 @@ def deploy_config(cfg: G1WalkConfig, policy_file: str = ONNX_NAME, task_id: str 
         policy_file: the ONNX file, relative to the folder the config is written to.
         task_id: the registered task, recorded for the reader (None: not recorded).
     """
-    g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
-                               file_sensors=cfg.model_file_sensors)
+    g1 = assets.build_task_model(cfg)
     model, joints = g1.model, len(g1.joint_names)
     kp, kd = _servo_gains(model)
     obs_terms = policy_obs_terms(cfg, joints)
@@ -111,7 +106,8 @@ def deploy_config(cfg: G1WalkConfig, policy_file: str = ONNX_NAME, task_id: str 
         "model_variant": cfg.model_variant,
         "simulation_dt": cfg.sim_dt,
         "control_decimation": cfg.decimation,
-        "integrator": _integrator_name(model),
+        "integrator": assets.option_name(mujoco.mjtIntegrator, model.opt.integrator),
+        "solver": assets.option_name(mujoco.mjtSolver, model.opt.solver),
         "solver_iterations": int(model.opt.iterations),
         "ls_iterations": int(model.opt.ls_iterations),
         "num_actions": joints,

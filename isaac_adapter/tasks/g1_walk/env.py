@@ -54,8 +54,7 @@ def make_mujoco_backend(cfg: G1WalkConfig) -> Backend:
     from isaac_adapter.backends.mujoco_cpu import MujocoCpuBackend
 
     assets, names = _g1_robot()
-    g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
-                               file_sensors=cfg.model_file_sensors, self_collisions=cfg.model_self_collisions)
+    g1 = assets.build_task_model(cfg)
     backend = MujocoCpuBackend(g1.model, cfg.num_envs, cfg.decimation, nthread=cfg.physics_threads, **names)
     return backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names
 
@@ -69,8 +68,7 @@ def make_warp_backend(cfg: G1WalkConfig, **kwargs: Any) -> Backend:
     from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend
 
     assets, names = _g1_robot()
-    g1 = assets.build_g1_model(cfg.model_variant, cfg.sim_dt, cfg.solver_iterations, cfg.ls_iterations,
-                               file_sensors=cfg.model_file_sensors, self_collisions=cfg.model_self_collisions)
+    g1 = assets.build_task_model(cfg)
     kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax, "compile_workers": cfg.warp_compile_workers,
               "convex_box_box": cfg.warp_box_box == "convex", "randomized": cfg.randomization.physics, **kwargs}
     backend = MujocoWarpBackend(g1.model, cfg.num_envs, cfg.decimation, device=cfg.device, **names, **kwargs)
