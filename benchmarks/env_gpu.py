@@ -227,7 +227,8 @@ def main() -> None:
     parser.add_argument("--check-every", type=int, default=50, help="policy steps between health checks")
     parser.add_argument("--model-variant", choices=sorted(VARIANTS), default=G1WalkConfig.model_variant)
     parser.add_argument("--physics", nargs="+", default=["dt=0.005,dec=4"],
-                        help="physics settings, as benchmarks/physics_settings.py reads them (dt=,dec=[,solver=][,it=][,ls=])")
+                        help="physics settings, as benchmarks/physics_settings.py reads them "
+                        "(dt=,dec=[,solver=][,it=][,ls=])")
     parser.add_argument("--njmax", type=int, nargs="+", default=[0],
                         help="constraint rows per world (0: the backend's bound); one row per value")
     parser.add_argument("--nconmax", type=int, nargs="+", default=[0],

@@ -7,9 +7,10 @@
 
 A setting is ``dt=SIM_DT,dec=DECIMATION[,solver=SOLVER][,it=ITERATIONS][,ls=LS_ITERATIONS]``
 (``solver``: ``newton`` or ``cg``; ``solver`` / ``it`` / ``ls`` absent or ``file``: the model file's
-``opt.solver`` / ``opt.iterations`` / ``opt.ls_iterations``; menagerie_mjx: Newton, 5 and 8). Every setting must keep the checkpoint's policy step (``dt * dec``, 20 ms). The reference is the
-physics the checkpoint recorded (``registry.checkpoint_walk_config``: 0.005 x 4, the file's solver);
-it is always the first row. Per setting, all on CPU MuJoCo:
+``opt.solver`` / ``opt.iterations`` / ``opt.ls_iterations``; menagerie_mjx: Newton, 5 and 8). Every
+setting must keep the checkpoint's policy step (``dt * dec``, 20 ms). The reference is the physics
+the checkpoint recorded (``registry.checkpoint_walk_config``: 0.005 x 4, the file's solver); it is
+always the first row. Per setting, all on CPU MuJoCo:
 
 * one-step divergence: the checkpoint's deterministic policy walks ``--num-envs`` envs at
   ``--command`` (0.5 m/s forward) for ``--seconds`` under the reference physics; before every policy
@@ -117,8 +118,8 @@ def _positive_int(key: str, value: str) -> int:
 
 def parse_setting(text: str) -> Setting:
     """``"dt=0.004,dec=5,it=3,ls=4"`` -> :class:`Setting`. ``dt`` and ``dec`` are required; ``solver``
-    (``newton``, ``cg``), ``it`` and ``ls`` are optional (absent or ``file``: the model file's), and so is ``sensors`` (``task``, the
-    default: the task's foot sensors only; ``file``: the model file's sensors too). Raises
+    (``newton``, ``cg``), ``it`` and ``ls`` are optional (absent or ``file``: the model file's), and so
+    is ``sensors`` (``task``, the default: the task's foot sensors only; ``file``: the model file's sensors too). Raises
     ``ValueError`` on anything else."""
     fields: dict[str, str] = {}
     for part in text.split(","):

@@ -400,8 +400,9 @@ def main(argv: list[str] | None = None) -> None:
     rows, failed = [], []
     # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
     # so is the way of the preload, with preload workers
-    combos = [(b, w, v, a, o, c, bp, h, sv) for b in args.box_box for w in args.preload_workers for v in args.preload_via
-              for a in args.adjoints for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
+    combos = [(b, w, v, a, o, c, bp, h, sv)
+              for b in args.box_box for w in args.preload_workers for v in args.preload_via for a in args.adjoints
+              for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
               for h in args.precompiled_headers for sv in args.solver
               if (bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0))
               and (v == args.preload_via[0] or w > 0)]

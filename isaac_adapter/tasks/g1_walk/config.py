@@ -268,7 +268,8 @@ class G1WalkConfig:
         if not (int(self.warp_compile_workers) == self.warp_compile_workers and self.warp_compile_workers >= 0):
             raise ValueError(f"warp_compile_workers must be an integer >= 0, got {self.warp_compile_workers}")
         if self.solver is not None and self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {', '.join(SOLVERS)} (or None: the model file's), got {self.solver!r}")
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)} (or None: the model file's), "
+                             f"got {self.solver!r}")
         if self.warp_box_box not in WARP_BOX_BOX:
             raise ValueError(f"warp_box_box must be one of {', '.join(WARP_BOX_BOX)}, got {self.warp_box_box!r}")
         for name in ("tilt_grace_s", "lateral_grace_s"):
