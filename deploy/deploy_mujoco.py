@@ -336,16 +336,12 @@ def load(args: argparse.Namespace) -> tuple[dict, mujoco.MjModel, onnxruntime.In
         raise UsageError(f"--sim-dt {sim_dt}: the policy step {policy_dt:g} s must be a whole number of physics steps")
     # the physics the policy was trained on: the config's step, integrator, solver and its budget
     model.opt.timestep = sim_dt
-    if config.get("integrator"):
-        integrator = getattr(mujoco.mjtIntegrator, "mjINT_" + str(config["integrator"]).upper(), None)
-        if integrator is None:
-            raise UsageError(f"--config {args.config}: integrator {config['integrator']!r} is none of MuJoCo's")
-        model.opt.integrator = integrator
-    if config.get("solver"):
-        solver = getattr(mujoco.mjtSolver, "mjSOL_" + str(config["solver"]).upper(), None)
-        if solver is None:
-            raise UsageError(f"--config {args.config}: solver {config['solver']!r} is none of MuJoCo's")
-        model.opt.solver = solver
+    for key, enum, prefix in (("integrator", mujoco.mjtIntegrator, "mjINT_"), ("solver", mujoco.mjtSolver, "mjSOL_")):
+        if config.get(key):
+            value = getattr(enum, prefix + str(config[key]).upper(), None)
+            if value is None:
+                raise UsageError(f"--config {args.config}: {key} {config[key]!r} is none of MuJoCo's")
+            setattr(model.opt, key, value)
     for key in ("solver_iterations", "ls_iterations"):
         if config.get(key) is not None:
             setattr(model.opt, key.removeprefix("solver_"), int(config[key]))

@@ -390,20 +390,20 @@ def main(argv: list[str] | None = None) -> int:
     ref = Setting(recorded.sim_dt, recorded.decimation, recorded.solver_iterations, recorded.ls_iterations,
                   solver=recorded.solver)
     file_model = assets.build_g1_model(recorded.model_variant, recorded.sim_dt).model
-    file_budget = (int(file_model.opt.iterations), int(file_model.opt.ls_iterations),
+    file_options = (int(file_model.opt.iterations), int(file_model.opt.ls_iterations),
                    assets.option_name(mujoco.mjtSolver, file_model.opt.solver))
-    settings, seen = [ref], {ref.resolved(*file_budget)}
+    settings, seen = [ref], {ref.resolved(*file_options)}
     for s in requested:
         if abs(s.policy_dt - ref.policy_dt) > 1e-9:
             parser.error(f"{s.label()}: policy step {s.policy_dt:g} s, the checkpoint's is {ref.policy_dt:g} s")
-        if s.resolved(*file_budget) not in seen:
-            seen.add(s.resolved(*file_budget))
+        if s.resolved(*file_options) not in seen:
+            seen.add(s.resolved(*file_options))
             settings.append(s)
 
     gate_cfg = GateConfig(**{k: v for k, v in (("starts", args.gate_starts), ("horizon_s", args.gate_horizon_s))
                              if v is not None})
-    print(f"{args.checkpoint} ({recorded.model_variant}, file solver: {file_budget[2]}, iterations {file_budget[0]}, "
-          f"ls_iterations {file_budget[1]}); reference physics: {ref.label()}")
+    print(f"{args.checkpoint} ({recorded.model_variant}, file solver: {file_options[2]}, iterations {file_options[0]}, "
+          f"ls_iterations {file_options[1]}); reference physics: {ref.label()}")
     cpu = platform.processor() or platform.machine()
     print(f"CPU MuJoCo {mujoco.__version__}, {cpu}, torch threads {args.threads}")
 
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {"checkpoint": args.checkpoint, "command": list(args.command), "num_envs": args.num_envs,
                   "seconds": args.seconds, "seed": args.seed,
                   "gate_seeds": None if args.no_gate else args.gate_seeds, "reference": ref.config_overrides(),
-                  "model_variant": recorded.model_variant, "file_solver": list(file_budget),
+                  "model_variant": recorded.model_variant, "file_solver": list(file_options),
                   "scale": scale, "falls_reference_walk": states["falls"], "rows": rows, "wall_s": wall,
                   "machine": {"mujoco": mujoco.__version__, "torch": torch.__version__,
                               "python": platform.python_version(), "torch_threads": args.threads},
