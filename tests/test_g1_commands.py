@@ -41,11 +41,12 @@ def trained_env(ckpt: dict) -> dict:
     one predates ``warp_box_box`` and trained by MuJoCo Warp's convex path (``LEGACY_BACKEND``),
     and predates ``randomization`` and ``model_self_collisions``, so trained without any
     randomization and with the model's self-collision pairs (their defaults), and predates
-    ``warp_compile_workers``, a compile setting that changes no step (its default), ``policy_obs_frames``,
-    so its policy saw one frame (the default), and ``solver``, so it trained with the model file's
-    solver (None, the default)."""
+    ``warp_compile_workers`` and ``warp_compile_via``, compile settings that change no step (their
+    defaults), ``policy_obs_frames``, so its policy saw one frame (the default), and ``solver``, so
+    it trained with the model file's solver (None, the default)."""
     return {**LEGACY_BACKEND, "randomization": dataclasses.asdict(RandomizationCfg()), "model_self_collisions": True,
-            "warp_compile_workers": 0, "policy_obs_frames": 1, "solver": None, **ckpt["task"]["env"]}
+            "warp_compile_workers": 0, "warp_compile_via": "threads", "policy_obs_frames": 1, "solver": None,
+            **ckpt["task"]["env"]}
 
 
 def _resets(env, times: int) -> torch.Tensor:

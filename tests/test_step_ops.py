@@ -196,6 +196,36 @@ def test_warp_compile_measures_one_row_per_compile_workers(monkeypatch, capsys) 
     assert asked == [0, 16, 4]  # and on Isaac Lab's env too
 
 
+def test_warp_compile_via_threads_and_processes_makes_a_row_each_only_with_workers(monkeypatch, capsys) -> None:
+    import json
+    import subprocess
+
+    from isaac_adapter.app.bench import warp_compile
+
+    asked = []
+
+    def fake_run(cmd, **kwargs):  # each child reports how it was asked to compile
+        workers, via = int(cmd[cmd.index("--compile-workers") + 1]), cmd[cmd.index("--compile-via") + 1]
+        asked.append((workers, via))
+        row = {"device": "cpu", "preload_workers": 0, "compile_workers": workers, "cache": "empty",
+               "box_box": "primitive", "adjoints": False, "output": "native", "preload_s": 0.0, "build_s": 30.0,
+               "first_step_s": 0.1, "total_s": 30.1, "named_compiled_s": 0.0, "named_n": 0,
+               "per_model_compiled_s": 0.0, "per_model_n": 0, "cached_s": 0.0, "cached_n": 0,
+               "compile_via": via if workers > 1 else None, "compile_misses": 2 if via == "processes" else 0}
+        return subprocess.CompletedProcess(cmd, 0, stdout="ROW " + json.dumps(row) + "\n", stderr="")
+
+    monkeypatch.setattr(warp_compile.subprocess, "run", fake_run)
+    warp_compile.main(["--preload-workers", "0", "--compile-workers", "0", "16", "--compile-via", "threads", "processes"])
+    assert asked == [(0, "threads"), (16, "threads"), (16, "processes")]  # no workers: one row
+    rows = [ln.split()[:4] for ln in capsys.readouterr().out.splitlines() if ln.startswith("0 ")]
+    # the misses beside the processes (the modules no worker compiled)
+    assert rows == [["0", "0", "-", "primitive"], ["0", "16", "threads", "primitive"], ["0", "16", "processes", "(2)"]]
+    with pytest.raises(SystemExit):
+        warp_compile.main(["--sim", "isaaclab", "--compile-workers", "16", "--compile-via", "processes"])
+    assert "--compile-via processes is MuJoCo Warp's; Isaac Lab compiles with threads" in capsys.readouterr().err
+    assert len(asked) == 3  # refused before any row ran
+
+
 def test_warp_compile_measures_one_row_with_adjoints_and_one_without(monkeypatch, capsys) -> None:
     import json
     import subprocess
@@ -391,15 +421,18 @@ def test_a_warp_compile_row_sets_warps_precompiled_headers_flag_before_it_builds
 
 
 def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(monkeypatch, capsys) -> None:
-    """``--cuda-arch``: the slowest modules first with their shares, the others in one row, the total;
-    an architecture that is not a compute capability stops before anything is built."""
+    """``--cuda-arch``: the slowest modules first with their shares and their code generation and
+    compiler seconds, the others in one row, the total; an architecture that is not a compute
+    capability stops before anything is built."""
     from isaac_adapter.app.bench import warp_compile
 
     built = []
 
     def fake_compile(arch, num_envs, solver):
         built.append((arch, num_envs, solver))
-        return [{"module": f"m{i}", "kernels": i + 1, "seconds": float(20 - i)} for i in range(15)]  # 20 .. 6 s
+        # 20 .. 6 s, of which CUDA's compiler a quarter
+        return [{"module": f"m{i}", "kernels": i + 1, "seconds": float(20 - i), "compiler_s": (20 - i) / 4}
+                for i in range(15)]
 
     monkeypatch.setattr(warp_compile, "compile_for_arch", fake_compile)
     warp_compile.main(["--cuda-arch", "90", "--num-envs", "4", "--solver", "cg"])
@@ -409,10 +442,12 @@ def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(mo
     cells = [line.split() for line in lines[1:]
              if line.startswith(("m", "the other", "all")) and not line.startswith("module")]
     total = sum(range(6, 21))  # 195 s
-    assert cells[0] == ["m0", "1", "20.00", f"{100 * 20 / total:.1f}"]
+    assert cells[0] == ["m0", "1", "20.00", f"{100 * 20 / total:.1f}", "15.00", "5.00"]
     assert len([c for c in cells if c[0].startswith("m")]) == 12
-    assert cells[-2] == ["the", "other", "3", "modules", str(13 + 14 + 15), f"{8 + 7 + 6:.2f}", f"{100 * 21 / total:.1f}"]
-    assert cells[-1] == ["all", "15", "modules", str(sum(range(1, 16))), f"{total:.2f}", "100.0"]
+    assert cells[-2] == ["the", "other", "3", "modules", str(13 + 14 + 15), f"{8 + 7 + 6:.2f}", f"{100 * 21 / total:.1f}",
+                         f"{21 * 3 / 4:.2f}", f"{21 / 4:.2f}"]
+    assert cells[-1] == ["all", "15", "modules", str(sum(range(1, 16))), f"{total:.2f}", "100.0", f"{total * 3 / 4:.2f}",
+                         f"{total / 4:.2f}"]
     with pytest.raises(SystemExit):
         warp_compile.main(["--cuda-arch", "9"])
     assert "--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got 9" in capsys.readouterr().err

@@ -174,3 +174,68 @@ def test_the_backend_compiles_ahead_every_module_its_programs_load_and_the_steps
     plain.step(target)
     for name in ("root_pos_w", "root_quat_w", "joint_pos", "joint_vel", "foot_contact"):
         assert torch.equal(getattr(backend.state(), name), getattr(plain.state(), name)), name
+
+
+_IN_PROCESSES = """
+import json, torch
+from isaac_adapter.backends.warp_stream import forward_only_kernels
+from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+forward_only_kernels()
+cfg = clock_fast_config(num_envs=4, device="cpu", warp_compile_workers=3, warp_compile_via="processes")
+backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+share0 = len(backend.recorded_launches()[0::3])
+print("BUILT", flush=True)
+plain, _, _ = make_warp_backend(clock_fast_config(num_envs=4, device="cpu"), check_every=0)
+target = nominal[7:].expand(4, -1).contiguous()
+for b in (backend, plain):
+    for k in range(3):
+        b.step(target + 0.05 * k)
+equal = all(torch.equal(getattr(backend.state(), n), getattr(plain.state(), n))
+            for n in ("root_pos_w", "root_quat_w", "joint_pos", "joint_vel", "foot_contact"))
+print("RESULT " + json.dumps({"misses": backend.compile_misses, "compiled": backend.compiled_modules,
+                              "share0": share0, "equal": equal}))
+"""
+
+
+def test_modules_compiled_in_worker_processes_are_read_from_the_cache_and_change_no_step(tmp_path) -> None:
+    """From an empty kernel cache, with 3 shares: this process compiles share 0 and reads the two
+    workers' shares from the cache they wrote (Warp's load lines say which), and the steps equal
+    those of a backend that compiled nothing ahead."""
+    pytest.importorskip("mujoco_warp")
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from isaac_adapter.app.bench.warp_compile import split_loads
+
+    env = {**os.environ, "WARP_CACHE_PATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _IN_PROCESSES], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    built, after = done.stdout.split("BUILT", 1)
+    result = json.loads(next(line for line in after.splitlines() if line.startswith("RESULT "))[7:])
+    loads = split_loads(built)
+    assert result["misses"] == [] and result["equal"]
+    assert loads["named_n"] + loads["per_model_n"] == result["share0"] > 10  # compiled here: share 0 only
+    assert loads["cached_n"] == result["compiled"] - result["share0"] > 20  # the workers', from the cache
+    assert "compile worker" not in done.stderr
+
+
+def test_a_compile_worker_that_fails_is_named_and_its_share_compiles_here(monkeypatch, capsys) -> None:
+    pytest.importorskip("mujoco_warp")
+    from isaac_adapter.backends import compile_worker
+    from isaac_adapter.backends.warp_stream import variant_names
+    from isaac_adapter.tasks.g1_walk.config import clock_fast_config
+    from isaac_adapter.tasks.g1_walk.env import make_warp_backend
+
+    monkeypatch.setattr(compile_worker.sys, "executable", "false")  # exits 1 at once, saying nothing
+    cfg = clock_fast_config(num_envs=4, device="cpu", warp_compile_workers=2, warp_compile_via="processes")
+    backend, nominal, _ = make_warp_backend(cfg, check_every=0)
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: Warp compile worker 1 of 1 exited with 1 (no output); its modules compile in this process"]
+    variants = backend.recorded_launches()
+    assert backend.compile_misses == variant_names(variants[1::2]) and backend.compiled_modules == len(variants)
+    backend.step(nominal[7:].expand(4, -1).contiguous())
+    assert torch.isfinite(backend.state().joint_pos).all()

@@ -164,6 +164,13 @@ def train(args: Args) -> Runner:
         cfg = dataclasses.replace(cfg, torch_threads=args.torch_threads)
     configs = apply_overrides({"env": task_cfg, "agent": cfg}, config_overrides)
     task_cfg, cfg = configs["env"], configs["agent"]
+    if sim == "isaaclab" and task_cfg is not None:
+        from isaac_adapter.isaaclab.g1_direct import check_task
+
+        try:
+            check_task(task_cfg)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     env_start = time.perf_counter()
     env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg,
                         env_overrides=sim_overrides, clip_actions=getattr(agent, "clip_actions", None))

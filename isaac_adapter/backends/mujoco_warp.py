@@ -46,7 +46,9 @@ import warp as wp
 
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
-from isaac_adapter.backends.warp_stream import compile_recorded, launches_recorded, warp_on_torch_stream
+from isaac_adapter.backends.compile_worker import start_compile_processes
+from isaac_adapter.backends.warp_stream import (compile_recorded, launches_recorded, unique_variants, variant_names,
+                                                warp_on_torch_stream)
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
@@ -158,6 +160,61 @@ def _no_gc():
             gc.enable()
 
 
+def device_model(model: mujoco.MjModel, num_envs: int, device: Any, batched: Sequence[str], *, nconmax: int,
+                 njmax: int, print_overflow: bool = False, convex_box_box: bool = False) -> tuple[Any, Any]:
+    """MuJoCo Warp's ``(Model, Data)`` of ``num_envs`` worlds of ``model`` on the Warp ``device``, the
+    model fields ``batched`` with one row per world, ``put_data`` from a CPU ``mj_forward`` of qpos0."""
+    mjd = mujoco.MjData(model)
+    mujoco.mj_forward(model, mjd)
+    with wp.ScopedDevice(device):
+        m = mjw.put_model(model, batch_sizes={name: num_envs for name in batched})
+        if not print_overflow:
+            m.opt.warn_overflow = 0
+        if not convex_box_box:
+            # MuJoCo Warp reads this MuJoCo flag as "box-box by the primitive", the CPU's
+            # algorithm (a converged step then matches the CPU's, tests/test_warp_parity.py).
+            # The G1's only convex pair is its feet, so no GJK/EPA kernel is built: the one
+            # that took 41-45 s to compile on a cold H200. The CPU model is not touched.
+            m.opt.disableflags |= int(mjw.DisableBit.NATIVECCD)
+        d = mjw.put_data(model, mjd, nworld=num_envs, nconmax=nconmax, njmax=njmax)
+    return m, d
+
+
+def run_program(name: str, m: Any, d: Any, reset_mask: Any, decimation: int, sensors_every_substep: bool) -> None:
+    """Launch one of :data:`PROGRAMS` on ``(m, d)``: ``"step"`` (``decimation`` substeps), ``"stage"``
+    (``step1``: the quantities the task reads) or ``"reset"`` (the worlds of ``reset_mask``)."""
+    if name == "step":
+        for i in range(decimation):
+            mjw.step2(m, d)
+            if sensors_every_substep or i == decimation - 1:
+                mjw.step1(m, d)
+            else:  # MuJoCo Warp reads the flag in Python, so a captured graph holds no sensor kernels here
+                sensors_on = m.opt.disableflags
+                m.opt.disableflags = sensors_on | int(mjw.DisableBit.SENSOR)
+                try:
+                    mjw.step1(m, d)
+                finally:
+                    m.opt.disableflags = sensors_on
+    elif name == "stage":
+        mjw.step1(m, d)
+    elif name == "reset":
+        mjw.reset_data(m, d, reset=reset_mask)
+    else:
+        raise KeyError(name)
+
+
+def program_variants(m: Any, d: Any, reset_mask: Any, device: Any, decimation: int,
+                     sensors_every_substep: bool) -> list[tuple[Any, Any, int | None]]:
+    """The Warp module variants ``(module, device, block_dim)`` that :data:`PROGRAMS` launch, each
+    once, in a stable order (:func:`~isaac_adapter.backends.warp_stream.unique_variants`), found by
+    running each program with every launch recorded instead of run
+    (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`): no memory that existed before is written."""
+    with wp.ScopedDevice(device), launches_recorded() as seen:
+        for name in PROGRAMS:
+            run_program(name, m, d, reset_mask, decimation, sensors_every_substep)
+    return unique_variants(seen)
+
+
 class MujocoWarpBackend:
     """``num_envs`` copies of ``model`` as the worlds of one MuJoCo Warp ``Data`` on ``device``.
 
@@ -188,6 +245,12 @@ class MujocoWarpBackend:
         compile_workers: before anything runs, find the Warp modules of the step, staging and reset
             programs (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`) and compile them
             this many at a time; 0 (default) leaves each to compile at its first launch, in turn.
+        compile_processes: with ``compile_workers`` N > 1, compile in N - 1 worker processes and this
+            one, a share each, instead of N threads. Warp generates each module's code under one lock
+            per process, so threads compile side by side only after it; the workers write Warp's
+            kernel cache and this process then reads their modules from it. A module no worker
+            compiled (:attr:`compile_misses`) is compiled here
+            (:mod:`~isaac_adapter.backends.compile_worker`).
     """
 
     def __init__(
@@ -211,6 +274,7 @@ class MujocoWarpBackend:
         convex_box_box: bool = False,
         randomized: Sequence[str] = (),
         compile_workers: int = 0,
+        compile_processes: bool = False,
     ) -> None:
         layout = init_backend(self, model, num_envs, decimation, torch.device(device),
                               root_body=root_body, foot_bodies=foot_bodies,
@@ -226,22 +290,19 @@ class MujocoWarpBackend:
         max_contacts, max_rows = self.capacity = contact_capacity(model)
         self.nconmax = int(nconmax) if nconmax is not None else max_contacts
         self.njmax = int(njmax) if njmax is not None else max_rows
-        mjd = mujoco.MjData(model)
-        mujoco.mj_forward(model, mjd)
         self._params = ModelParams(model, layout).to(self.device)
         self.num_links = self._params.num_links
         batched = self._params.fields(tuple(randomized))
+        self._compile_processes = None
+        if compile_processes and compile_workers > 1:
+            # started first, so that their imports and builds overlap this one
+            self._compile_processes = start_compile_processes(
+                model, decimation, str(self.device), batched, shares=compile_workers,
+                nconmax=self.nconmax, njmax=self.njmax, print_overflow=print_overflow,
+                convex_box_box=convex_box_box, sensors_every_substep=self.sensors_every_substep)
+        self._m, self._d = device_model(model, num_envs, self._wp_device, batched, nconmax=self.nconmax,
+                                        njmax=self.njmax, print_overflow=print_overflow, convex_box_box=convex_box_box)
         with wp.ScopedDevice(self._wp_device):
-            self._m = mjw.put_model(model, batch_sizes={name: num_envs for name in batched})
-            if not print_overflow:
-                self._m.opt.warn_overflow = 0
-            if not convex_box_box:
-                # MuJoCo Warp reads this MuJoCo flag as "box-box by the primitive", the CPU's
-                # algorithm (a converged step then matches the CPU's, tests/test_warp_parity.py).
-                # The G1's only convex pair is its feet, so no GJK/EPA kernel is built: the one
-                # that took 41-45 s to compile on a cold H200. The CPU model is not touched.
-                self._m.opt.disableflags |= int(mjw.DisableBit.NATIVECCD)
-            self._d = mjw.put_data(model, mjd, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
             self._reset_mask_wp = wp.zeros(num_envs, dtype=bool)
         d = self._d
 
@@ -297,8 +358,15 @@ class MujocoWarpBackend:
         self.use_cuda_graph = bool(use_cuda_graph) and self._wp_device.is_cuda
         self._graphs: dict[str, Any] = {}
         self.compiled_modules = 0  # module variants compiled ahead (compile_workers)
+        self.compile_misses: list[str] = []  # of those, the ones no worker process had compiled
         if compile_workers > 0:
-            self.compiled_modules = compile_recorded(self.recorded_launches(), compile_workers)
+            variants = self.recorded_launches()
+            if self._compile_processes is not None:
+                # share 0 is this process's; then everything loads, the workers' shares from the cache
+                compile_recorded(variants[0::compile_workers], 1)
+                compiled = self._compile_processes.wait() | set(variant_names(variants[0::compile_workers]))
+                self.compile_misses = [name for name in variant_names(variants) if name not in compiled]
+            self.compiled_modules = compile_recorded(variants, compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")
         if self.use_cuda_graph:
@@ -312,34 +380,12 @@ class MujocoWarpBackend:
     # -- the three device programs -------------------------------------------------------------
 
     def recorded_launches(self) -> list[tuple[Any, Any, int | None]]:
-        """The Warp module variants ``(module, device, block_dim)`` that the step, staging and reset
-        programs launch, found by running each once with every launch recorded instead of run
-        (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`): no memory that existed before is written."""
-        with wp.ScopedDevice(self._wp_device), launches_recorded() as seen:
-            for name in PROGRAMS:
-                self._ops(name)
-        return seen
+        """The Warp module variants of the step, staging and reset programs (:func:`program_variants`)."""
+        return program_variants(self._m, self._d, self._reset_mask_wp, self._wp_device, self.decimation,
+                                self.sensors_every_substep)
 
     def _ops(self, name: str) -> None:
-        m, d = self._m, self._d
-        if name == "step":
-            for i in range(self.decimation):
-                mjw.step2(m, d)
-                if self.sensors_every_substep or i == self.decimation - 1:
-                    mjw.step1(m, d)
-                else:  # MuJoCo Warp reads the flag in Python, so a captured graph holds no sensor kernels here
-                    sensors_on = m.opt.disableflags
-                    m.opt.disableflags = sensors_on | int(mjw.DisableBit.SENSOR)
-                    try:
-                        mjw.step1(m, d)
-                    finally:
-                        m.opt.disableflags = sensors_on
-        elif name == "stage":
-            mjw.step1(m, d)
-        elif name == "reset":
-            mjw.reset_data(m, d, reset=self._reset_mask_wp)
-        else:
-            raise KeyError(name)
+        run_program(name, self._m, self._d, self._reset_mask_wp, self.decimation, self.sensors_every_substep)
 
     def _run(self, name: str) -> None:
         with wp.ScopedDevice(self._wp_device):

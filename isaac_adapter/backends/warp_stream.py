@@ -180,15 +180,28 @@ def python_attributes_restored(*owners: Any) -> Iterator[None]:
                     value[:] = items
 
 
+def unique_variants(seen: list[tuple[Any, Any, int | None]]) -> list[tuple[Any, Any, int | None]]:
+    """The module variants ``(module, device, block_dim)`` of ``seen`` (:func:`launches_recorded`),
+    each once, ordered by module name, device and block size: the same order in every process that
+    records the same program, so that processes can split them into shares by index."""
+    unique: dict[tuple[int, str, int | None], tuple[Any, Any, int | None]] = {}
+    for module, device, block_dim in seen:
+        unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))
+    return sorted(unique.values(), key=lambda v: (v[0].name, str(v[1]), -1 if v[2] is None else v[2]))
+
+
+def variant_names(variants: list[tuple[Any, Any, int | None]]) -> list[str]:
+    """Names of module variants that are equal across processes exactly when Warp's kernel cache
+    holds one for the other: the cache's module identifier (name and content hash) and the device."""
+    return [f"{module.get_module_identifier(block_dim=block_dim)}@{device}" for module, device, block_dim in variants]
+
+
 def compile_recorded(seen: list[tuple[Any, Any, int | None]], workers: int) -> int:
     """Load (compile, or read from Warp's kernel cache) every module variant ``seen`` names, up to
     ``workers`` at a time, as ``wp.force_load`` does for whole modules; returns how many. A program
     that then runs launches them without compiling. One variant per module, device and block size
     is loaded however often it was seen."""
-    unique: dict[tuple[int, str, int | None], tuple[Any, Any, int | None]] = {}
-    for module, device, block_dim in seen:
-        unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))
-    return len(_load_side_by_side(list(unique.values()), workers))
+    return len(_load_side_by_side(unique_variants(seen), workers))
 
 
 def preload_modules(names: Iterable[str], device: Any, workers: int) -> dict[str, Any]:

@@ -245,6 +245,14 @@ class G1WalkDirectEnvCfg(DirectRLEnvCfg):
         return cfg
 
 
+def check_task(task: G1WalkConfig) -> None:
+    """Raise ``ValueError`` (one line) for a task setting that only the project's own MuJoCo Warp
+    backend has; the command line asks before it builds anything."""
+    if task.warp_compile_via != "threads":
+        raise ValueError(f"env.warp_compile_via={task.warp_compile_via!r} is MuJoCo Warp's (--sim warp); Isaac Lab "
+                         "compiles with threads: leave it at 'threads'")
+
+
 class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
     """The G1 walking task on Isaac Lab. Adapt it with
     :class:`~isaac_adapter.adapters.isaaclab.IsaacLabVecEnv` for ``Runner``.
@@ -258,6 +266,7 @@ class G1WalkDirectEnv(G1WalkTask, DirectRLEnv):
 
     def __init__(self, cfg: G1WalkDirectEnvCfg, task: G1WalkConfig, render_mode: str | None = None, **kwargs: Any):
         task.validate()
+        check_task(task)
         if abs(cfg.sim.dt * cfg.decimation - task.policy_dt) > 1e-12 or cfg.episode_length_s != task.episode_length_s:
             raise ValueError("cfg and task disagree on the policy step or the episode length; build cfg with from_task")
         self._stepping = False

@@ -17,6 +17,8 @@
     python benchmarks/warp_compile.py --cuda-arch 90                   # each module's GPU compile, on this CPU
     python benchmarks/warp_compile.py --cuda-arch 90 --solver cg       # the same with MuJoCo's CG solver
     python benchmarks/warp_compile.py --device cuda:0 --preload-workers 0 --compile-workers 16 --solver newton cg
+    python benchmarks/warp_compile.py --device cuda:0 --num-envs 4096 --preload-workers 0 --compile-workers 16 \
+        --compile-via threads processes      # the modules in 16 threads, or in 15 worker processes and this one
 
 Each row runs in a fresh process with its own empty Warp kernel cache (unless ``--cache``), builds
 the G1 backend (``make_warp_backend``: model upload and the first staging launches) and takes one
@@ -63,6 +65,10 @@ each compiling thread first builds the header of Warp's native code for itself, 
 own that the process deletes at exit, then reuses it) and without (each module parses that header
 again; ``wp.config.use_precompiled_headers``). Side by side, every worker thread builds its own.
 
+``--compile-via threads processes`` builds each row with compile workers twice: in threads, and in
+worker processes that write Warp's kernel cache (``env.warp_compile_via``,
+``backends.compile_worker``); the column names how many module variants no worker had compiled.
+
 ``--solver newton cg`` builds each row with MuJoCo's Newton solver (the model file's) and with CG
 (``env.solver``): CG has no Hessian to factor, so its solver needs no Cholesky kernels.
 
@@ -103,7 +109,7 @@ import time
 from pathlib import Path
 
 from isaac_adapter.app.bench.common import checkout_env, format_table
-from isaac_adapter.tasks.g1_walk.config import SOLVERS
+from isaac_adapter.tasks.g1_walk.config import SOLVERS, WARP_COMPILE_VIA
 
 # MuJoCo Warp's modules of named kernels that one G1 step loads (a cold run on Warp's CPU device)
 NAMED_MODULES = ("smooth", "constraint", "sensor", "forward", "passive", "support", "solver", "derivative")
@@ -113,8 +119,11 @@ LOAD_LINE = re.compile(r"Module (\S+) \S+ load on device '[^']+' took ([\d.]+) m
 def compile_for_arch(arch: int, num_envs: int, solver: str = "newton") -> list[dict]:
     """``--cuda-arch``: the modules of the G1 backend's programs, recorded on Warp's CPU device, each
     compiled once (its default block size) for CUDA architecture ``arch`` in turn; a row per module,
-    slowest first."""
+    slowest first, with the seconds of CUDA's compiler apart (``compiler_s``): the rest is Warp's code
+    generation, which holds one lock per process (``warp._src.codegen``), the tile solvers' link-time
+    builds included."""
     import warp as wp
+    import warp._src.build as warp_build
 
     from isaac_adapter.backends.warp_stream import forward_only_kernels
     from isaac_adapter.tasks.g1_walk.config import clock_fast_config
@@ -124,12 +133,28 @@ def compile_for_arch(arch: int, num_envs: int, solver: str = "newton") -> list[d
     forward_only_kernels()  # as the application compiles
     backend, _, _ = make_warp_backend(clock_fast_config(num_envs=num_envs, device="cpu", solver=solver), check_every=0)
     modules = {id(module): module for module, _, _ in backend.recorded_launches()}
+    compiler = {"s": 0.0}
+    build_cuda = warp_build.build_cuda
+
+    def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        start = time.perf_counter()
+        try:
+            return build_cuda(*args, **kwargs)
+        finally:
+            compiler["s"] += time.perf_counter() - start
+
     rows = []
-    with tempfile.TemporaryDirectory(prefix="warp_aot_") as out:
-        for module in modules.values():
-            start = time.perf_counter()
-            wp.compile_aot_module(module, arch=arch, module_dir=out, use_ptx=False)
-            rows.append({"module": module.name, "kernels": len(module.kernels), "seconds": time.perf_counter() - start})
+    warp_build.build_cuda = timed
+    try:
+        with tempfile.TemporaryDirectory(prefix="warp_aot_") as out:
+            for module in modules.values():
+                compiler["s"] = 0.0
+                start = time.perf_counter()
+                wp.compile_aot_module(module, arch=arch, module_dir=out, use_ptx=False)
+                rows.append({"module": module.name, "kernels": len(module.kernels),
+                             "seconds": time.perf_counter() - start, "compiler_s": compiler["s"]})
+    finally:
+        warp_build.build_cuda = build_cuda
     return sorted(rows, key=lambda row: row["seconds"], reverse=True)
 
 
@@ -137,17 +162,20 @@ def print_arch_compile(arch: int, num_envs: int, solver: str = "newton", slowest
     """``--cuda-arch``'s table: the ``slowest`` modules, then the rest and the total."""
     rows = compile_for_arch(arch, num_envs, solver)
     total = sum(row["seconds"] for row in rows)
-    table = [[row["module"], str(row["kernels"]), f"{row['seconds']:.2f}", f"{100 * row['seconds'] / total:.1f}"]
-             for row in rows[:slowest]]
-    rest = rows[slowest:]
-    if rest:
-        seconds = sum(row["seconds"] for row in rest)
-        table.append([f"the other {len(rest)} modules", str(sum(row["kernels"] for row in rest)), f"{seconds:.2f}",
-                      f"{100 * seconds / total:.1f}"])
-    table.append([f"all {len(rows)} modules", str(sum(row["kernels"] for row in rows)), f"{total:.2f}", "100.0"])
+
+    def cells(name: str, group: list[dict]) -> list[str]:
+        seconds, compiler = sum(r["seconds"] for r in group), sum(r["compiler_s"] for r in group)
+        return [name, str(sum(r["kernels"] for r in group)), f"{seconds:.2f}", f"{100 * seconds / total:.1f}",
+                f"{seconds - compiler:.2f}", f"{compiler:.2f}"]
+
+    table = [cells(row["module"], [row]) for row in rows[:slowest]]
+    if rows[slowest:]:
+        table.append(cells(f"the other {len(rows[slowest:])} modules", rows[slowest:]))
+    table.append(cells(f"all {len(rows)} modules", rows))
     print(f"G1-Walk-Clock-Fast-v0 on MuJoCo Warp, {solver} solver: the modules a CPU recording of its programs names, "
-          f"compiled for sm_{arch} on this CPU one after the other (Warp's precompiled header built by the first)")
-    print(format_table(["module", "kernels", "compile s", "share %"], table))
+          f"compiled for sm_{arch} on this CPU one after the other (Warp's precompiled header built by the first); "
+          "code generation runs under one lock per process, CUDA's compiler after it does not")
+    print(format_table(["module", "kernels", "compile s", "share %", "code generation s", "CUDA compiler s"], table))
 
 
 def split_loads(log: str) -> dict[str, float]:
@@ -172,7 +200,8 @@ def split_loads(log: str) -> dict[str, float]:
 def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
             optimization_level: int | None = None, box_box: str = "primitive", adjoints: bool = False,
             sim: str = "warp", cuda_output: str = "cubin", compile_workers: int = 0, build_preload: bool = True,
-            preload_via: str = "launch", precompiled_headers: bool = True, solver: str = "newton") -> dict:
+            preload_via: str = "launch", precompiled_headers: bool = True, solver: str = "newton",
+            compile_via: str = "threads") -> dict:
     """Build the backend (``sim="isaaclab"``: ``G1WalkDirectEnv``) and take one step in this process;
     the phase times and the load split. A run that fails writes the end of Warp's log (the modules
     it loaded last) to stderr before it raises."""
@@ -189,11 +218,11 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
                  "adjoints": adjoints, "sim": sim, "compile_workers": compile_workers,
                  "build_preload": build_preload if sim == "isaaclab" and compile_workers else None,
                  "preload_via": preload_via if preload_workers else None, "precompiled_headers": precompiled_headers,
-                 "solver": solver}
+                 "solver": solver, "compile_via": compile_via if compile_workers > 1 else None}
     try:
         with contextlib.redirect_stdout(log):
             _build_and_step(row, device, num_envs, preload_workers, preload_via, box_box, sim, compile_workers,
-                            build_preload, solver)
+                            build_preload, solver, compile_via)
     except BaseException:
         print("".join(log.getvalue().splitlines(keepends=True)[-30:]), file=sys.stderr, flush=True)
         raise
@@ -203,7 +232,8 @@ def one_run(device: str, num_envs: int, preload_workers: int, cache: str | None,
 
 
 def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int, preload_via: str,
-                    box_box: str, sim: str, compile_workers: int, build_preload: bool, solver: str) -> None:
+                    box_box: str, sim: str, compile_workers: int, build_preload: bool, solver: str,
+                    compile_via: str = "threads") -> None:
     """:func:`one_run`'s measured part (Warp's log going where stdout goes): the phase times into ``row``."""
     import warp as wp
 
@@ -231,7 +261,7 @@ def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int,
     row["preload_s"] = time.perf_counter() - start
     start = time.perf_counter()
     cfg = clock_fast_config(num_envs=num_envs, device=device, warp_box_box=box_box,
-                            warp_compile_workers=compile_workers, solver=solver)
+                            warp_compile_workers=compile_workers, warp_compile_via=compile_via, solver=solver)
     if sim == "isaaclab":
         from isaac_adapter.isaaclab import g1_direct
         from isaac_adapter.isaaclab.g1_direct import make_g1_direct_env
@@ -249,11 +279,19 @@ def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int,
     else:
         backend, nominal, _ = make_warp_backend(cfg, check_every=0)
         row["build_s"] = time.perf_counter() - start
+        row["compile_misses"] = len(backend.compile_misses)
         start = time.perf_counter()
         backend.step(nominal[7:].to(device).expand(num_envs, -1).contiguous())
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     row["first_step_s"] = time.perf_counter() - start
+
+
+def _via(row: dict) -> str:
+    """A row's way of compiling ahead: threads, or processes with the modules no worker compiled."""
+    if row.get("compile_via") == "processes":
+        return f"processes ({row.get('compile_misses', '-')})"
+    return row.get("compile_via") or "-"
 
 
 def slowest_loads(log: str, count: int = 3) -> list[tuple[str, float]]:
@@ -356,6 +394,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--compile-workers", type=int, nargs="+", default=[0], metavar="N",
                    help="the MuJoCo Warp backend finds the modules of its programs and compiles them N at a time "
                    "before they run (env.warp_compile_workers), one row each (default 0: each at its first launch)")
+    p.add_argument("--compile-via", nargs="+", choices=WARP_COMPILE_VIA, default=["threads"],
+                   help="with --compile-workers N > 1: compile in N threads (default) or in N - 1 worker processes and "
+                   "this one (env.warp_compile_via), one row each")
     p.add_argument("--build-preload", nargs="+", choices=("on", "off"), default=["on"],
                    help="with --sim isaaclab and compile workers: G1WalkDirectEnv first loads the modules its build and "
                    "step launch (on, as the env does) or leaves them to the build (off), one row each")
@@ -388,6 +429,8 @@ def main(argv: list[str] | None = None) -> None:
                 "default: run the two in separate commands")
     if any(workers < 0 for workers in args.compile_workers):
         p.error("--compile-workers must be >= 0 (0: each module compiles at its first launch)")
+    if "processes" in args.compile_via and args.sim != "warp":
+        p.error("--compile-via processes is MuJoCo Warp's; Isaac Lab compiles with threads")
     if args.training_start and args.sim != "warp":
         p.error("--training-start runs g1_walk.py on MuJoCo Warp; run it without --sim isaaclab")
     if args.one:
@@ -395,23 +438,23 @@ def main(argv: list[str] | None = None) -> None:
                                           args.optimization_level, args.box_box[0], args.adjoints[0] == "on",
                                           args.sim, args.cuda_output[0], args.compile_workers[0],
                                           args.build_preload[0] == "on", args.preload_via[0],
-                                          args.precompiled_headers[0] == "on", args.solver[0])))
+                                          args.precompiled_headers[0] == "on", args.solver[0], args.compile_via[0])))
         return
     rows, failed = [], []
     # the build preload is G1WalkDirectEnv's, with compile workers: elsewhere one row stands for both
     # so is the way of the preload, with preload workers
-    combos = [(b, w, v, a, o, c, bp, h, sv)
+    combos = [(b, w, v, a, o, c, bp, h, sv, cv)
               for b in args.box_box for w in args.preload_workers for v in args.preload_via for a in args.adjoints
               for o in args.cuda_output for c in args.compile_workers for bp in args.build_preload
-              for h in args.precompiled_headers for sv in args.solver
+              for h in args.precompiled_headers for sv in args.solver for cv in args.compile_via
               if (bp == args.build_preload[0] or (args.sim == "isaaclab" and c > 0))
-              and (v == args.preload_via[0] or w > 0)]
-    for box_box, workers, via, adjoints, output, ahead, build_preload, headers, solver in combos:
+              and (v == args.preload_via[0] or w > 0) and (cv == args.compile_via[0] or c > 1)]
+    for box_box, workers, via, adjoints, output, ahead, build_preload, headers, solver, compile_via in combos:
         cmd = [sys.executable, "-m", "isaac_adapter.app.bench.warp_compile", "--one", "--device", args.device,
                "--num-envs", str(args.num_envs), "--sim", args.sim, "--adjoints", adjoints, "--cuda-output", output,
                "--preload-workers", str(workers), "--box-box", box_box, "--compile-workers", str(ahead),
                "--build-preload", build_preload, "--preload-via", via, "--precompiled-headers", headers,
-               "--solver", solver] + (
+               "--solver", solver, "--compile-via", compile_via] + (
                ["--cache", args.cache] if args.cache else []) + (
                ["--optimization-level", str(args.optimization_level)] if args.optimization_level is not None else [])
         with tempfile.TemporaryDirectory(prefix="cuda_jit_") as driver_cache:
@@ -427,6 +470,7 @@ def main(argv: list[str] | None = None) -> None:
                           + (f" --build-preload {build_preload}" if args.sim == "isaaclab" and ahead else "")
                           + (f" --precompiled-headers {headers}" if headers != "on" else "")
                           + (f" --solver {solver}" if solver != "newton" else "")
+                          + (f" --compile-via {compile_via}" if compile_via != "threads" else "")
                           + f": {failure(done)}")
             print(failed[-1], flush=True)
             continue
@@ -439,13 +483,16 @@ def main(argv: list[str] | None = None) -> None:
     preloads = any(r.get("build_preload") is not None for r in rows)  # Isaac Lab rows with compile workers
     without_headers = any(r.get("precompiled_headers") is False for r in rows)  # a column only then
     solvers = any(r.get("solver", "newton") != "newton" for r in rows)  # likewise
-    table = [[_preload(r), str(r.get("compile_workers", "-")), *([_on_off(r, "build_preload")] if preloads else []),
+    processes = any(r.get("compile_via") == "processes" for r in rows)  # likewise
+    table = [[_preload(r), str(r.get("compile_workers", "-")), *([_via(r)] if processes else []),
+              *([_on_off(r, "build_preload")] if preloads else []),
               r.get("box_box", "-"), _on_off(r, "adjoints"),
               *([_on_off(r, "precompiled_headers")] if without_headers else []),
               *([r.get("solver", "newton")] if solvers else []), _output(r),
               f"{r['preload_s']:.1f}", f"{r['build_s']:.1f}", f"{r['first_step_s']:.1f}", f"{r['total_s']:.1f}",
               *load_cells(r)] for r in rows]
-    print(format_table(["preload workers", "compile workers", *(["build preload"] if preloads else []), "box-box",
+    print(format_table(["preload workers", "compile workers", *(["compile via (misses)"] if processes else []),
+                        *(["build preload"] if preloads else []), "box-box",
                         "adjoints", *(["precompiled headers"] if without_headers else []),
                         *(["solver"] if solvers else []), "output", "preload s",
                         "build s", "first step s", "total s", *LOAD_HEADERS], table))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from isaac_adapter.tasks.g1_walk.randomization import RandomizationCfg, as_randomization, robust_randomization
 
 WARP_BOX_BOX = ("primitive", "convex")  # G1WalkConfig.warp_box_box's values
+WARP_COMPILE_VIA = ("threads", "processes")  # G1WalkConfig.warp_compile_via's values
 SOLVERS = ("newton", "cg")  # G1WalkConfig.solver's values: the constraint solvers MuJoCo Warp has too
 _EPS = 1e-9  # relative tolerance for "a whole number of policy steps" (0.4 / 0.02 = 20.000000000000004)
 
@@ -153,6 +154,10 @@ class G1WalkConfig:
     # on Isaac Lab, G1WalkDirectEnv.compile_physics_ahead); 0 leaves it to Warp, which compiles each
     # module at its first launch, one after the other
     warp_compile_workers: int = 0
+    # how MuJoCo Warp compiles them: "threads" of this process, or "processes" (N - 1 workers and
+    # this one, a share each, through Warp's kernel cache; backends.compile_worker): Warp generates
+    # a module's code under one lock per process, so threads overlap only the compiler after it
+    warp_compile_via: str = "threads"
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
     action_clip: float = 10.0
@@ -267,6 +272,9 @@ class G1WalkConfig:
                 raise ValueError(f"{name} must be a positive integer or None, got {value}")
         if not (int(self.warp_compile_workers) == self.warp_compile_workers and self.warp_compile_workers >= 0):
             raise ValueError(f"warp_compile_workers must be an integer >= 0, got {self.warp_compile_workers}")
+        if self.warp_compile_via not in WARP_COMPILE_VIA:
+            raise ValueError(f"warp_compile_via must be one of {', '.join(WARP_COMPILE_VIA)}, "
+                             f"got {self.warp_compile_via!r}")
         if self.solver is not None and self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(SOLVERS)} (or None: the model file's), "
                              f"got {self.solver!r}")

@@ -63,14 +63,15 @@ def make_warp_backend(cfg: G1WalkConfig, **kwargs: Any) -> Backend:
     """MuJoCo Warp on ``cfg.device`` (a GPU, or Warp's CPU device): the same compiled model as the
     CPU default. ``kwargs`` go to :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend`
     (``nconmax``, ``njmax``, ``check_every``, ...); ``nconmax`` / ``njmax`` / ``convex_box_box`` /
-    ``compile_workers`` default to the config's ``warp_nconmax`` / ``warp_njmax`` / ``warp_box_box`` /
-    ``warp_compile_workers``."""
+    ``compile_workers`` / ``compile_processes`` default to the config's ``warp_nconmax`` / ``warp_njmax`` /
+    ``warp_box_box`` / ``warp_compile_workers`` / ``warp_compile_via``."""
     from isaac_adapter.backends.mujoco_warp import MujocoWarpBackend
 
     assets, names = _g1_robot()
     g1 = assets.build_task_model(cfg)
     kwargs = {"nconmax": cfg.warp_nconmax, "njmax": cfg.warp_njmax, "compile_workers": cfg.warp_compile_workers,
-              "convex_box_box": cfg.warp_box_box == "convex", "randomized": cfg.randomization.physics, **kwargs}
+              "compile_processes": cfg.warp_compile_via == "processes", "convex_box_box": cfg.warp_box_box == "convex",
+              "randomized": cfg.randomization.physics, **kwargs}
     backend = MujocoWarpBackend(g1.model, cfg.num_envs, cfg.decimation, device=cfg.device, **names, **kwargs)
     return backend, torch.tensor(g1.nominal_qpos, dtype=torch.float32), g1.joint_names
 
