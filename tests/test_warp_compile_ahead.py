@@ -239,3 +239,17 @@ def test_a_compile_worker_that_fails_is_named_and_its_share_compiles_here(monkey
     assert backend.compile_misses == variant_names(variants[1::2]) and backend.compiled_modules == len(variants)
     backend.step(nominal[7:].expand(4, -1).contiguous())
     assert torch.isfinite(backend.state().joint_pos).all()
+
+
+def test_a_compile_worker_starts_without_torch() -> None:
+    """What a worker imports (its own module, the device programs, the compile helpers) needs no
+    torch, whose import is the largest part of a worker's start on a GPU machine."""
+    pytest.importorskip("mujoco_warp")
+    import subprocess
+    import sys
+
+    probe = ("import sys; import isaac_adapter.backends.compile_worker, isaac_adapter.backends.mujoco_warp_programs, "
+             "isaac_adapter.backends.warp_stream; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -4,7 +4,7 @@ Warp generates a module's code (its Python pass over every kernel, and the tile 
 builds) under one lock per process; only the compiler after it runs side by side. For the G1's
 programs compiled for sm_90 that locked part is a third of the work, so threads stop gaining long
 before 16 of them. Worker processes each hold their own lock. Each rebuilds the same model as one
-world on the same device, records the same programs (:func:`~isaac_adapter.backends.mujoco_warp.program_variants`:
+world on the same device, records the same programs (:func:`~isaac_adapter.backends.mujoco_warp_programs.program_variants`:
 one order in every process), loads its share of the module variants, which compiles them into
 the cache, and writes their names. The backend that started them compiles share 0 meanwhile, then
 loads every module, the workers' from the cache.
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     wp.init()
     if os.path.realpath(wp.config.kernel_cache_dir) != os.path.realpath(cache):
         raise SystemExit(f"the kernel cache here is {wp.config.kernel_cache_dir}, not {cache}")
-    from isaac_adapter.backends.mujoco_warp import device_model, program_variants
+    from isaac_adapter.backends.mujoco_warp_programs import device_model, program_variants
     from isaac_adapter.backends.warp_stream import compile_recorded, variant_names
 
     model = mujoco.MjModel.from_binary_path(spec["model"])

@@ -47,18 +47,19 @@ import warp as wp
 from isaac_adapter.backends.base import PhysicsState
 from isaac_adapter.backends.layout import ModelParams, RobotArrays, init_backend
 from isaac_adapter.backends.compile_worker import start_compile_processes
-from isaac_adapter.backends.warp_stream import (compile_recorded, launches_recorded, unique_variants, variant_names,
-                                                warp_on_torch_stream)
+from isaac_adapter.backends.mujoco_warp_programs import (  # PROGRAMS: also importable from here, as before
+    PROGRAMS,
+    device_model,
+    program_variants,
+    run_program,
+)
+from isaac_adapter.backends.warp_stream import compile_recorded, variant_names, warp_on_torch_stream
 from isaac_adapter.math import put_rows
 
 #: Bits of ``d.overflow`` that mean results were dropped or are wrong: buffers too small (contacts,
 #: constraint rows, non-zeros, CCD, EPA). Solver and line-search iteration caps are not among them:
 #: reaching ``opt.iterations`` is how a fixed-budget solver ends (MuJoCo on CPU stops there too).
 FATAL_OVERFLOW = int(mjw.OverflowType.ALL) & ~int(mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS)
-
-#: The backend's Warp programs, each a CUDA graph on a GPU: a policy step's substeps, the staging of
-#: quantities the task reads, and the reset of the ended worlds.
-PROGRAMS = ("stage", "step", "reset")
 
 # Contacts one collision function can return per geom pair (MuJoCo Warp's primitive colliders);
 # any other pair of types goes through the general convex path, bounded by mjMAXCONPAIR.
@@ -158,61 +159,6 @@ def _no_gc():
     finally:
         if enabled:
             gc.enable()
-
-
-def device_model(model: mujoco.MjModel, num_envs: int, device: Any, batched: Sequence[str], *, nconmax: int,
-                 njmax: int, print_overflow: bool = False, convex_box_box: bool = False) -> tuple[Any, Any]:
-    """MuJoCo Warp's ``(Model, Data)`` of ``num_envs`` worlds of ``model`` on the Warp ``device``, the
-    model fields ``batched`` with one row per world, ``put_data`` from a CPU ``mj_forward`` of qpos0."""
-    mjd = mujoco.MjData(model)
-    mujoco.mj_forward(model, mjd)
-    with wp.ScopedDevice(device):
-        m = mjw.put_model(model, batch_sizes={name: num_envs for name in batched})
-        if not print_overflow:
-            m.opt.warn_overflow = 0
-        if not convex_box_box:
-            # MuJoCo Warp reads this MuJoCo flag as "box-box by the primitive", the CPU's
-            # algorithm (a converged step then matches the CPU's, tests/test_warp_parity.py).
-            # The G1's only convex pair is its feet, so no GJK/EPA kernel is built: the one
-            # that took 41-45 s to compile on a cold H200. The CPU model is not touched.
-            m.opt.disableflags |= int(mjw.DisableBit.NATIVECCD)
-        d = mjw.put_data(model, mjd, nworld=num_envs, nconmax=nconmax, njmax=njmax)
-    return m, d
-
-
-def run_program(name: str, m: Any, d: Any, reset_mask: Any, decimation: int, sensors_every_substep: bool) -> None:
-    """Launch one of :data:`PROGRAMS` on ``(m, d)``: ``"step"`` (``decimation`` substeps), ``"stage"``
-    (``step1``: the quantities the task reads) or ``"reset"`` (the worlds of ``reset_mask``)."""
-    if name == "step":
-        for i in range(decimation):
-            mjw.step2(m, d)
-            if sensors_every_substep or i == decimation - 1:
-                mjw.step1(m, d)
-            else:  # MuJoCo Warp reads the flag in Python, so a captured graph holds no sensor kernels here
-                sensors_on = m.opt.disableflags
-                m.opt.disableflags = sensors_on | int(mjw.DisableBit.SENSOR)
-                try:
-                    mjw.step1(m, d)
-                finally:
-                    m.opt.disableflags = sensors_on
-    elif name == "stage":
-        mjw.step1(m, d)
-    elif name == "reset":
-        mjw.reset_data(m, d, reset=reset_mask)
-    else:
-        raise KeyError(name)
-
-
-def program_variants(m: Any, d: Any, reset_mask: Any, device: Any, decimation: int,
-                     sensors_every_substep: bool) -> list[tuple[Any, Any, int | None]]:
-    """The Warp module variants ``(module, device, block_dim)`` that :data:`PROGRAMS` launch, each
-    once, in a stable order (:func:`~isaac_adapter.backends.warp_stream.unique_variants`), found by
-    running each program with every launch recorded instead of run
-    (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`): no memory that existed before is written."""
-    with wp.ScopedDevice(device), launches_recorded() as seen:
-        for name in PROGRAMS:
-            run_program(name, m, d, reset_mask, decimation, sensors_every_substep)
-    return unique_variants(seen)
 
 
 class MujocoWarpBackend:
@@ -382,7 +328,8 @@ class MujocoWarpBackend:
     # -- the three device programs -------------------------------------------------------------
 
     def recorded_launches(self) -> list[tuple[Any, Any, int | None]]:
-        """The Warp module variants of the step, staging and reset programs (:func:`program_variants`)."""
+        """The Warp module variants of the step, staging and reset programs
+        (:func:`~isaac_adapter.backends.mujoco_warp_programs.program_variants`)."""
         return program_variants(self._m, self._d, self._reset_mask_wp, self._wp_device, self.decimation,
                                 self.sensors_every_substep)
 

@@ -12,10 +12,12 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 import warp as wp
+
+if TYPE_CHECKING:  # torch only where Warp meets torch's streams: MuJoCo Warp's compile workers run without it
+    import torch
 
 
 @contextmanager
@@ -27,6 +29,8 @@ def warp_on_torch_stream(device: torch.device | str) -> Iterator[None]:
     The stream is entered without a synchronisation: a synchronising switch would record a
     dependency on uncaptured work and break the capture.
     """
+    import torch
+
     stream = wp.stream_from_torch(torch.cuda.current_stream(device))
     capturing = torch.cuda.is_current_stream_capturing()
     with wp.ScopedStream(stream, sync_enter=False):
