@@ -186,12 +186,12 @@ def python_attributes_restored(*owners: Any) -> Iterator[None]:
 
 def unique_variants(seen: list[tuple[Any, Any, int | None]]) -> list[tuple[Any, Any, int | None]]:
     """The module variants ``(module, device, block_dim)`` of ``seen`` (:func:`launches_recorded`),
-    each once, ordered by module name, device and block size: the same order in every process that
-    records the same program, so that processes can split them into shares by index."""
+    each once, in the order of their first launch: the same order in every process that records the
+    same program, so that processes can split them into shares by index."""
     unique: dict[tuple[int, str, int | None], tuple[Any, Any, int | None]] = {}
     for module, device, block_dim in seen:
         unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))
-    return sorted(unique.values(), key=lambda v: (v[0].name, str(v[1]), -1 if v[2] is None else v[2]))
+    return list(unique.values())
 
 
 def variant_names(variants: list[tuple[Any, Any, int | None]]) -> list[str]:
