@@ -253,3 +253,4 @@ def test_a_compile_worker_starts_without_torch() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+

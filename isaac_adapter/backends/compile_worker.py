@@ -2,7 +2,7 @@
 
 Warp generates a module's code (its Python pass over every kernel, and the tile solvers' link-time
 builds) under one lock per process; only the compiler after it runs side by side. For the G1's
-programs compiled for sm_90 that locked part is a third of the work, so threads stop gaining long
+programs compiled for sm_90 that locked part is a quarter of the work, so threads stop gaining long
 before 16 of them. Worker processes each hold their own lock. Each rebuilds the same model as one
 world on the same device, records the same programs (:func:`~isaac_adapter.backends.mujoco_warp_programs.program_variants`:
 one order in every process), loads its share of the module variants, which compiles them into
@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,14 +48,20 @@ class CompileProcesses:
         self.folder = folder
         self.processes = processes
 
-    def wait(self) -> set[str]:
-        """Wait for every worker; the names (``warp_stream.variant_names``) of the module variants
-        they compiled. A worker that failed is named on stderr in one line, and its share is
-        compiled by the caller."""
+    def wait(self, timeout_s: float = 600.0) -> set[str]:
+        """Wait for every worker, up to ``timeout_s`` in all; the names (``warp_stream.variant_names``)
+        of the module variants they compiled. A worker that failed or is stopped at the timeout is
+        named on stderr in one line, and its share is compiled by the caller."""
         compiled: set[str] = set()
+        deadline = time.monotonic() + timeout_s
         try:
             for index, process in enumerate(self.processes, start=1):
-                code = process.wait()
+                try:
+                    code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                    code = f"nothing, stopped after {timeout_s:g} s"
                 result = self.folder / f"share_{index}.json"
                 if code == 0 and result.is_file():
                     compiled.update(json.loads(result.read_text()))
@@ -112,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 
     model = mujoco.MjModel.from_binary_path(spec["model"])
     device = wp.get_device(spec["device"])
-    # one world: the kernels do not depend on the count, and the workers share the device's memory
+    # one world, since the workers share the device's memory; a kernel built for the world count would
+    # be another module, named among the backend's compile_misses and compiled there
     m, d = device_model(model, 1, device, spec["batched"], nconmax=spec["nconmax"], njmax=spec["njmax"],
                         print_overflow=spec["print_overflow"], convex_box_box=spec["convex_box_box"])
     reset_mask = wp.zeros(1, dtype=bool, device=device)
