@@ -36,6 +36,7 @@ def warp_settings() -> dict[str, Any]:
     they go into the modules' hashes, and the kernel cache folder is where the workers write."""
     import warp as wp
 
+    wp.init()  # resolves the kernel cache folder
     return {name: value for name, value in vars(wp.config).items()
             if not name.startswith("_") and name != "version"
             and (value is None or isinstance(value, (bool, int, float, str, enum.Enum)))}
