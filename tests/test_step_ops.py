@@ -452,3 +452,21 @@ def test_warp_compile_for_a_cuda_arch_prints_the_slowest_modules_and_the_rest(mo
         warp_compile.main(["--cuda-arch", "9"])
     assert "--cuda-arch is a CUDA compute capability as one number (90 for sm_90), got 9" in capsys.readouterr().err
     assert built == [(90, 4, "cg")]  # refused before anything was built
+
+
+def test_startup_times_each_step_in_a_fresh_process_and_names_what_is_not_installed(capsys) -> None:
+    from isaac_adapter.app.bench import startup
+
+    seconds = startup.one_process(["x = sum(range(10))", "import a_package_nobody_installed"])
+    assert seconds[0] >= 0.0 and seconds[1] is None
+    runs = [[1.0, None, 2.0], [0.5, None, 1.0], [0.7, None, 3.0]]  # the first process, then the others
+    assert startup.table_rows(["a", "b", "c"], runs) == [
+        ["a", "1.00", "0.60"], ["b", "not installed", "-"], ["c", "2.00", "2.00"], ["all", "3.00", "2.60"]]
+    assert startup.table_rows(["a"], [[1.5]]) == [["a", "1.50", "1.50"], ["all", "1.50", "1.50"]]  # one process
+    assert [name for name, _ in startup.steps_for("cuda:0")][-2:] == ["torch's CUDA start", "Warp's start"]
+    assert len(startup.steps_for("cpu")) == len(startup.IMPORTS)
+    for argv, message in ((["--repeats", "0"], "--repeats must be >= 1, got 0"),
+                          (["--device", "tpu"], "--device is cpu or cuda, got 'tpu'")):
+        with pytest.raises(SystemExit):
+            startup.main(argv)
+        assert message in capsys.readouterr().err
