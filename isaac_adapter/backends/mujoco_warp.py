@@ -239,10 +239,10 @@ class MujocoWarpBackend:
         self._params = ModelParams(model, layout).to(self.device)
         self.num_links = self._params.num_links
         batched = self._params.fields(tuple(randomized))
-        self._compile_processes = None
+        worker_processes = None
         if compile_processes and compile_workers > 1:
             # started first, so that their imports and builds overlap this one
-            self._compile_processes = start_compile_processes(
+            worker_processes = start_compile_processes(
                 model, decimation, str(self.device), batched, shares=compile_workers,
                 nconmax=self.nconmax, njmax=self.njmax, print_overflow=print_overflow,
                 convex_box_box=convex_box_box, sensors_every_substep=self.sensors_every_substep)
@@ -307,11 +307,12 @@ class MujocoWarpBackend:
         self.compile_misses: list[str] = []  # of those, the ones no worker process had compiled
         if compile_workers > 0:
             variants = self.recorded_launches()
-            if self._compile_processes is not None:
+            if worker_processes is not None:
                 # share 0 is this process's; then everything loads, the workers' shares from the cache
                 compile_recorded(variants[0::compile_workers], 1)
-                compiled = self._compile_processes.wait() | set(variant_names(variants[0::compile_workers]))
-                self.compile_misses = [name for name in variant_names(variants) if name not in compiled]
+                names = variant_names(variants)
+                compiled = worker_processes.wait() | set(names[0::compile_workers])
+                self.compile_misses = [name for name in names if name not in compiled]
             self.compiled_modules = compile_recorded(variants, compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")
