@@ -1,13 +1,14 @@
-"""MuJoCo Warp's modules compiled in worker processes, a share each, into Warp's kernel cache.
+"""MuJoCo Warp's modules compiled in worker processes into Warp's kernel cache.
 
 Warp generates a module's code (its Python pass over every kernel, and the tile solvers' link-time
 builds) under one lock per process; only the compiler after it runs side by side. For the G1's
 programs compiled for sm_90 that locked part is a quarter of the work, so threads stop gaining long
 before 16 of them. Worker processes each hold their own lock. Each rebuilds the same model as one
-world on the same device, records the same programs (:func:`~isaac_adapter.backends.mujoco_warp_programs.program_variants`:
-one order in every process), loads its share of the module variants, which compiles them into
-the cache, and writes their names. The backend that started them compiles share 0 meanwhile, then
-loads every module, the workers' from the cache.
+world on the same device and records the same programs (:func:`~isaac_adapter.backends.mujoco_warp_programs.program_variants`).
+Every process, the backend's too, then walks the module variants in one order and compiles each that
+no other process has claimed yet (:func:`compile_claimed`): the work is shared as it goes, so a
+worker that starts late or draws a slow module takes fewer. The workers' modules land in the cache
+and their names in a file each; the backend then loads every module, the workers' from the cache.
 
 Run by :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend` (``compile_processes``), as
 ``python -m isaac_adapter.backends.compile_worker SPEC``.
@@ -16,6 +17,7 @@ Run by :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend` (``compile
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import os
 import pickle
@@ -42,17 +44,45 @@ def warp_settings() -> dict[str, Any]:
             and (value is None or isinstance(value, (bool, int, float, str, enum.Enum)))}
 
 
+def claim_file(folder: Path, name: str) -> Path:
+    """The file whose making claims the module variant ``name`` among the processes sharing ``folder``."""
+    return folder / f"claim_{hashlib.sha256(name.encode()).hexdigest()[:32]}"
+
+
+def compile_claimed(variants: list[tuple[Any, Any, int | None]], folder: Path) -> list[str]:
+    """Compile each of the module ``variants`` (``warp_stream.unique_variants``) that no process
+    sharing ``folder`` has claimed, claiming it first (a file made there only if none exists); the
+    names (``warp_stream.variant_names``) of those compiled here. A name is claimed once, whichever
+    process walks to it first."""
+    from isaac_adapter.backends.warp_stream import compile_recorded, variant_names
+
+    compiled = []
+    for variant, name in zip(variants, variant_names(variants)):
+        try:
+            os.close(os.open(claim_file(folder, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        compile_recorded([variant], 1)
+        compiled.append(name)
+    return compiled
+
+
 class CompileProcesses:
-    """Worker processes started by :func:`start_compile_processes`; :meth:`wait` collects them."""
+    """Worker processes started by :func:`start_compile_processes`: :meth:`compile_claimed` takes
+    this process's part of the work, :meth:`wait` collects theirs."""
 
     def __init__(self, folder: Path, processes: list[subprocess.Popen]) -> None:
         self.folder = folder
         self.processes = processes
 
+    def compile_claimed(self, variants: list[tuple[Any, Any, int | None]]) -> list[str]:
+        """:func:`compile_claimed` beside the workers: the names of the variants compiled here."""
+        return compile_claimed(variants, self.folder)
+
     def wait(self, timeout_s: float = 600.0) -> set[str]:
         """Wait for every worker, up to ``timeout_s`` in all; the names (``warp_stream.variant_names``)
         of the module variants they compiled. A worker that failed or is stopped at the timeout is
-        named on stderr in one line, and its share is compiled by the caller."""
+        named on stderr in one line, and the caller compiles what it had claimed."""
         compiled: set[str] = set()
         deadline = time.monotonic() + timeout_s
         try:
@@ -79,10 +109,9 @@ class CompileProcesses:
 def start_compile_processes(model: mujoco.MjModel, decimation: int, device: str, batched: Sequence[str], *,
                             shares: int, nconmax: int, njmax: int, print_overflow: bool, convex_box_box: bool,
                             sensors_every_substep: bool) -> CompileProcesses:
-    """Start ``shares - 1`` workers, each compiling share ``i`` (1 to ``shares - 1``) of the module
-    variants of the backend that ``model`` and the other arguments (as
-    :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend` takes them) build; share 0 is
-    the caller's."""
+    """Start ``shares - 1`` workers, each compiling the module variants it claims of the backend that
+    ``model`` and the other arguments (as :class:`~isaac_adapter.backends.mujoco_warp.MujocoWarpBackend`
+    takes them) build; the caller claims beside them (:meth:`CompileProcesses.compile_claimed`)."""
     folder = Path(tempfile.mkdtemp(prefix="warp_compile_workers_"))
     model_path = folder / "model.mjb"
     mujoco.mj_saveModel(model, str(model_path), None)
@@ -116,19 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.realpath(wp.config.kernel_cache_dir) != os.path.realpath(cache):
         raise SystemExit(f"the kernel cache here is {wp.config.kernel_cache_dir}, not {cache}")
     from isaac_adapter.backends.mujoco_warp_programs import device_model, program_variants
-    from isaac_adapter.backends.warp_stream import compile_recorded, variant_names
 
     model = mujoco.MjModel.from_binary_path(spec["model"])
     device = wp.get_device(spec["device"])
     # one world, since the workers share the device's memory; a kernel built for the world count would
-    # be another module, named among the backend's compile_misses and compiled there
+    # be another module under another name, which the backend claims and compiles itself
     m, d = device_model(model, 1, device, spec["batched"], nconmax=spec["nconmax"], njmax=spec["njmax"],
                         print_overflow=spec["print_overflow"], convex_box_box=spec["convex_box_box"])
     reset_mask = wp.zeros(1, dtype=bool, device=device)
     variants = program_variants(m, d, reset_mask, device, spec["decimation"], spec["sensors_every_substep"])
-    share = variants[spec["index"]::spec["shares"]]
-    compile_recorded(share, 1)
-    Path(spec["result"]).write_text(json.dumps(variant_names(share)))
+    compiled = compile_claimed(variants, Path(spec["result"]).parent)
+    Path(spec["result"]).write_text(json.dumps(compiled))
     return 0
 
 

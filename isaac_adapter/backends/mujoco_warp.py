@@ -192,11 +192,11 @@ class MujocoWarpBackend:
             programs (:func:`~isaac_adapter.backends.warp_stream.launches_recorded`) and compile them
             this many at a time; 0 (default) leaves each to compile at its first launch, in turn.
         compile_processes: with ``compile_workers`` N > 1, compile in N - 1 worker processes and this
-            one, a share each, instead of N threads. Warp generates each module's code under one lock
-            per process, so threads compile side by side only after it; the workers write Warp's
-            kernel cache and this process then reads their modules from it. A module no worker
-            compiled (:attr:`compile_misses`) is compiled here
-            (:mod:`~isaac_adapter.backends.compile_worker`).
+            one, each taking the next module no other has claimed, instead of N threads. Warp
+            generates each module's code under one lock per process, so threads compile side by side
+            only after it; the workers write Warp's kernel cache and this process then reads their
+            modules from it. A module a worker claimed and did not report (:attr:`compile_misses`:
+            it failed or was stopped) is compiled here (:mod:`~isaac_adapter.backends.compile_worker`).
     """
 
     def __init__(
@@ -304,15 +304,16 @@ class MujocoWarpBackend:
         self.use_cuda_graph = bool(use_cuda_graph) and self._wp_device.is_cuda
         self._graphs: dict[str, Any] = {}
         self.compiled_modules = 0  # module variants compiled ahead (compile_workers)
-        self.compile_misses: list[str] = []  # of those, the ones no worker process had compiled
+        self.compiled_in_workers = 0  # of those, compiled by worker processes (compile_processes)
+        self.compile_misses: list[str] = []  # claimed by a worker process that did not report them
         if compile_workers > 0:
             variants = self.recorded_launches()
             if worker_processes is not None:
-                # share 0 is this process's; then everything loads, the workers' shares from the cache
-                compile_recorded(variants[0::compile_workers], 1)
-                names = variant_names(variants)
-                compiled = worker_processes.wait() | set(names[0::compile_workers])
-                self.compile_misses = [name for name in names if name not in compiled]
+                # this process claims its part beside the workers; then everything loads, theirs from the cache
+                here = worker_processes.compile_claimed(variants)
+                from_workers = worker_processes.wait()
+                self.compiled_in_workers = len(from_workers)
+                self.compile_misses = [name for name in variant_names(variants) if name not in {*here, *from_workers}]
             self.compiled_modules = compile_recorded(variants, compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")
