@@ -117,14 +117,14 @@ def start_compile_processes(model: mujoco.MjModel, decimation: int, device: str,
     mujoco.mj_saveModel(model, str(model_path), None)
     spec = {"model": str(model_path), "decimation": decimation, "device": device, "batched": list(batched),
             "nconmax": nconmax, "njmax": njmax, "print_overflow": print_overflow, "convex_box_box": convex_box_box,
-            "sensors_every_substep": sensors_every_substep, "shares": shares, "warp": warp_settings()}
+            "sensors_every_substep": sensors_every_substep, "warp": warp_settings()}
     # the worker imports this package from wherever this process found it
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     processes = []
     for index in range(1, shares):
         path = folder / f"share_{index}.pkl"
-        path.write_bytes(pickle.dumps({**spec, "index": index, "result": str(folder / f"share_{index}.json")}))
+        path.write_bytes(pickle.dumps({**spec, "result": str(folder / f"share_{index}.json")}))
         with open(folder / f"share_{index}.log", "wb") as log:
             processes.append(subprocess.Popen([sys.executable, "-m", __name__, str(path)], env=env, stdout=log,
                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))

@@ -310,10 +310,12 @@ class MujocoWarpBackend:
             variants = self.recorded_launches()
             if worker_processes is not None:
                 # this process claims its part beside the workers; then everything loads, theirs from the cache
-                here = worker_processes.compile_claimed(variants)
+                compiled = set(worker_processes.compile_claimed(variants))
                 from_workers = worker_processes.wait()
-                self.compiled_in_workers = len(from_workers)
-                self.compile_misses = [name for name in variant_names(variants) if name not in {*here, *from_workers}]
+                names = variant_names(variants)
+                self.compiled_in_workers = sum(name in from_workers for name in names)
+                compiled |= from_workers
+                self.compile_misses = [name for name in names if name not in compiled]
             self.compiled_modules = compile_recorded(variants, compile_workers)
         # put_data copied a CPU forward() of qpos0; make every world's stages our own
         self._run("stage")

@@ -187,7 +187,7 @@ def python_attributes_restored(*owners: Any) -> Iterator[None]:
 def unique_variants(seen: list[tuple[Any, Any, int | None]]) -> list[tuple[Any, Any, int | None]]:
     """The module variants ``(module, device, block_dim)`` of ``seen`` (:func:`launches_recorded`),
     each once, in the order of their first launch: the same order in every process that records the
-    same program, so that processes can split them into shares by index."""
+    same program, so that processes that share the work walk them alike."""
     unique: dict[tuple[int, str, int | None], tuple[Any, Any, int | None]] = {}
     for module, device, block_dim in seen:
         unique.setdefault((id(module), str(device), block_dim), (module, device, block_dim))

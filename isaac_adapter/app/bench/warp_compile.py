@@ -67,7 +67,8 @@ again; ``wp.config.use_precompiled_headers``). Side by side, every worker thread
 
 ``--compile-via threads processes`` builds each row with compile workers twice: in threads, and in
 worker processes that write Warp's kernel cache (``env.warp_compile_via``,
-``backends.compile_worker``); the column names how many module variants no worker had compiled.
+``backends.compile_worker``); the column names how many module variants a worker claimed and did
+not report (``compile_misses``), which the backend then compiled itself.
 
 ``--solver newton cg`` builds each row with MuJoCo's Newton solver (the model file's) and with CG
 (``env.solver``): CG has no Hessian to factor, so its solver needs no Cholesky kernels.
@@ -288,7 +289,8 @@ def _build_and_step(row: dict, device: str, num_envs: int, preload_workers: int,
 
 
 def _via(row: dict) -> str:
-    """A row's way of compiling ahead: threads, or processes with the modules no worker compiled."""
+    """A row's way of compiling ahead: threads, or processes with the modules a worker claimed and
+    did not report (``compile_misses``)."""
     if row.get("compile_via") == "processes":
         return f"processes ({row.get('compile_misses', '-')})"
     return row.get("compile_via") or "-"

@@ -155,8 +155,8 @@ class G1WalkConfig:
     # module at its first launch, one after the other
     warp_compile_workers: int = 0
     # how MuJoCo Warp compiles them: "threads" of this process, or "processes" (N - 1 workers and
-    # this one, a share each, through Warp's kernel cache; backends.compile_worker): Warp generates
-    # a module's code under one lock per process, so threads overlap only the compiler after it
+    # this one, each taking the next module, through Warp's kernel cache; backends.compile_worker):
+    # Warp generates a module's code under one lock per process, so threads overlap only the compiler after it
     warp_compile_via: str = "threads"
     episode_length_s: float = 20.0
     action_scale: float = 0.25  # rad of joint-position offset per unit action
