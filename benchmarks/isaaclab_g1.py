@@ -4,6 +4,7 @@
     python benchmarks/isaaclab_g1.py flat --num-envs 4096 --iterations 1000 --deadline-s 560 --seed 0 --out runs/flat_s0   # again to go on
     python benchmarks/isaaclab_g1.py table runs/isaac                     # the tables of BENCHMARKS.md
     python benchmarks/isaaclab_g1.py table runs/flat_s0 runs/flat_s1      # and the goal's verdict over the seeds
+    python benchmarks/isaaclab_g1.py table runs/flat_s0 runs/flat_s0_played   # its final policies judged apart, as played
 
 Needs Isaac Lab 3.0 (Python 3.12) and ``ISAACSIM_ASSET_ROOT`` pointing at the asset root that
 ``python -m isaac_adapter.isaaclab.assets`` builds. One process builds one Isaac Lab env (Isaac Lab
@@ -54,7 +55,10 @@ state_value`` trains it with rsl_rl's time-out value and ``--shuffle every_epoch
 each epoch: probes of what each setting does, shown beside the seeds, with their goal lines after
 the goal's; a folder goes on only with the settings its ``Runner`` started with.
 
-Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them.
+Every phase writes ``<out>/<phase>.json``; ``table`` prints the tables from them. Over several
+folders it adds the seeds' table and the goal's lines, with Runner's return less rsl-rl-lib's seed by
+seed and its paired t; a folder whose record only judged a final checkpoint (the CPU judge above)
+gives that seed's trainer its verdicts where it judged as played.
 """
 
 from __future__ import annotations

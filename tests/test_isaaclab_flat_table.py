@@ -73,14 +73,60 @@ def test_the_goal_over_two_seeds() -> None:
     # return: Runner (2.5 + 10) / 2 = 6.25, rsl-rl-lib (5 + 6) / 2 = 5.5
     assert lines[1] == ("return over the last 10 iterations (mean over seeds 0, 1): Runner 6.25 against "
                         "rsl-rl-lib 5.50: met")
+    # Runner less rsl-rl-lib: 2.5 - 5 = -2.5 (seed 0), 10 - 6 = +4 (seed 1); mean +0.75; sample std
+    # sqrt(3.25^2 + 3.25^2) = 4.596, over sqrt(2): standard error 3.25; t = 0.75 / 3.25 = 0.23
+    assert lines[2] == ("return, Runner less rsl-rl-lib by seed: -2.50 (seed 0), +4.00 (seed 1); mean +0.75, "
+                        "standard error 3.25, paired t +0.23")
     # rsl-rl-lib walks at seed 0, Runner nowhere
-    assert lines[2].endswith("rsl-rl-lib at seeds 0, Runner at none: not met")
+    assert lines[3].endswith("rsl-rl-lib at seeds 0, Runner at none: not met")
     # seed 0 alone: Runner's return (1 + 2 + 3 + 4) / 4 = 2.5 against (2 + 4 + 6 + 8) / 4 = 5.0; seed 1 alone: slower
     assert goal_lines(seed_rows([SEED0]))[1].endswith("Runner 2.50 against rsl-rl-lib 5.00: not met")
     slower = record(1, SEED1["trainers"][RSL_RL], SEED1["trainers"][RUNNER])  # the two trainers' rows swapped
     assert goal_lines(seed_rows([slower]))[0].endswith("Runner 1.000 against rsl-rl-lib 0.600: not met")
     # two seeds decide the goal; one seed's lines say it is not decided yet
-    assert len(lines) == 3 and goal_lines(seed_rows([SEED0]))[3] == "1 of the 2 seeds the goal asks (seed 0): not yet decided"
+    assert len(lines) == 4 and goal_lines(seed_rows([SEED0]))[3] == "1 of the 2 seeds the goal asks (seed 0): not yet decided"
+    # the same difference at every seed: no spread, no t
+    same = record(1, {"rows": rows([5.0, 0.6, 0.6, 0.6], [3.5] * 4), "judged": judged(False, False)},
+                  SEED1["trainers"][RSL_RL])  # 3.5 - 6 = -2.5, as seed 0's
+    assert goal_lines(seed_rows([SEED0, same]))[2].endswith(
+        "mean -2.50, standard error 0.00, paired t undefined (the same difference at every seed)")
+
+
+def judged_apart(seed: int, trainer: str, iteration: int, walks: bool, gate: bool, world: str | None) -> dict:
+    """A record that judged a checkpoint trained elsewhere (``flat --device cpu`` on a folder holding it):
+    the trainer with no training rows, its judged rows at ``iteration`` in ``world`` (None: unnamed)."""
+    rows_ = [{**r, "iteration": iteration, **({"world": world} if world else {})} for r in judged(walks, gate)]
+    rec = record(seed, {"rows": [], "judged": rows_}, {"rows": []})
+    if trainer == RSL_RL:
+        rec["trainers"] = {RSL_RL: rec["trainers"][RUNNER] | {"rows": [], "judged": rows_}}
+    return rec
+
+
+def test_a_record_that_judged_the_final_checkpoint_as_played_gives_the_verdicts() -> None:
+    # SEED1's own records judged neither trainer's policy walking (in the training world: they name no world)
+    played = judged_apart(1, RUNNER, 4, walks=True, gate=True, world="play")
+    runner, rsl = seed_rows([SEED1, played])
+    assert (runner.walks, runner.gate, runner.judged_in) == (True, True, "play")
+    assert (rsl.walks, rsl.gate, rsl.judged_in) == (False, False, "training")  # nothing judged it apart
+    assert seed_rows([played]) == []  # a judging-only record has no row of its own
+    assert goal_lines(seed_rows([SEED1, played]))[2].endswith("rsl-rl-lib at seeds none, Runner at 1: met")
+    table = format_seeds([SEED1, played])
+    assert "| 1 | Runner | 4 | 0.600 | 10.00 | yes | PASS | test | as played |" in table
+    assert "| 1 | rsl-rl-lib | 4 | 1.000 | 6.00 | no | FAIL | test | in the training world |" in table
+    # another checkpoint's verdict (iteration 3), another seed's or another env's does not apply
+    for other in (judged_apart(1, RUNNER, 3, True, True, "play"), judged_apart(0, RUNNER, 4, True, True, "play"),
+                  {**played, "args": {"env_overrides": ["env.rewards.feet_air_time.weight=3.0"]}}):
+        assert seed_rows([SEED1, other])[0].walks is False
+    # judged apart in the training world: fills a verdict the training record lacks, replaces none
+    unjudged = record(1, {k: v for k, v in SEED1["trainers"][RUNNER].items() if k != "judged"},
+                      SEED1["trainers"][RSL_RL])
+    trained_world = judged_apart(1, RUNNER, 4, walks=True, gate=False, world=None)
+    assert seed_rows([SEED1, trained_world])[0].walks is False
+    assert (seed_rows([unjudged, trained_world])[0].walks, seed_rows([unjudged, trained_world])[0].judged_in) == (True, "training")
+    # rsl-rl-lib's too, the first of two given for one checkpoint
+    rsl_played = seed_rows([judged_apart(1, RSL_RL, 4, True, False, "play"), SEED1,
+                            judged_apart(1, RSL_RL, 4, False, False, "play")])[1]
+    assert (rsl_played.walks, rsl_played.gate, rsl_played.judged_in) == (True, False, "play")
 
 
 def test_a_seed_whose_trainers_ran_different_iterations_is_left_out_and_neither_walking_is_said() -> None:

@@ -19,6 +19,7 @@ seed where both ran fewer than :data:`GOAL_ITERATIONS` is left out of the lines.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -132,10 +133,18 @@ def falls_per_bin(times_s: Iterable[float], horizon_s: float) -> list[int]:
     return bins
 
 
+WORLD_LABELS = {PLAY_WORLD: "as played", TRAINING_WORLD: "in the training world"}
+
+
+def row_world(row: Mapping[str, Any]) -> str:
+    """Where an evaluator's row was judged (:data:`JUDGE_WORLDS`; a row that names none was judged in
+    the training world)."""
+    return row.get("world", TRAINING_WORLD)
+
+
 def judged_world(row: Mapping[str, Any]) -> str:
-    """Where an evaluator's row was judged, as the tables name it (:data:`JUDGE_WORLDS`; a row that
-    names none was judged in the training world)."""
-    return "as played" if row.get("world", TRAINING_WORLD) == PLAY_WORLD else "in the training world"
+    """Where an evaluator's row was judged, as the tables name it (:data:`WORLD_LABELS`)."""
+    return WORLD_LABELS[row_world(row)]
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,7 @@ class TrainerSeed:
     whether its final policy walks (the gait verdict at forward 0.5 m/s accepted) and passes the
     walking gate (None: not judged), the GPU models its iterations ran on, Runner's settings that
     differ from :data:`RUNNER_SETTINGS` (``(name, value)`` pairs; none for rsl-rl-lib) and the env
-    changes the record was trained with (``--env-overrides``)."""
+    changes the record was trained with (``--env-overrides``) and where the verdicts were judged."""
 
     seed: int
     trainer: str
@@ -157,6 +166,7 @@ class TrainerSeed:
     devices: tuple[str, ...] = ()
     settings: tuple[tuple[str, str], ...] = ()
     env_overrides: tuple[str, ...] = ()
+    judged_in: str | None = None  # where ``walks`` and ``gate`` were judged (one of JUDGE_WORLDS)
 
     @property
     def timeout_bootstrap(self) -> str | None:
@@ -178,20 +188,65 @@ def setting_labels(settings: Iterable[tuple[str, str]]) -> list[str]:
     return [SETTING_LABELS[key].format(value) for key, value in settings]
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A final policy's verdicts in one record: the checkpoint's iteration, whether it walks
+    (:data:`FORWARD` accepted) and passes the walking gate (None: not judged), and where it was judged
+    (one of :data:`JUDGE_WORLDS`; None when not judged)."""
+
+    iteration: int | None
+    walks: bool | None
+    gate: bool | None
+    world: str | None
+
+
+def verdict(record: dict[str, Any], trainer: str) -> Verdict:
+    """``trainer``'s verdicts in ``record`` (:func:`judged_rows`)."""
+    judged = judged_rows(record, trainer)
+    forward = next((r for r in judged if r.get("command") == list(FORWARD_COMMAND)), None)
+    gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
+    walks = None if forward is None else bool(forward["verdict"]["accepted"])
+    return Verdict(None if forward is None else int(forward["iteration"]), walks, gate,
+                   None if forward is None else row_world(forward))
+
+
+def record_overrides(record: dict[str, Any]) -> tuple[str, ...]:
+    """The env changes a record was made with (``--env-overrides``)."""
+    return tuple(record.get("args", {}).get("env_overrides", []))
+
+
 def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
     """``trainer``'s row of one seed's record; None when that record has no rows of it."""
     tr = record["trainers"].get(trainer)
     if not tr or not tr.get("rows"):
         return None
-    judged = judged_rows(record, trainer)
-    forward = next((r for r in judged if r.get("command") == list(FORWARD_COMMAND)), None)
-    gate = next((r["gate"]["passed"] for r in judged if "gate" in r), None)
-    walks = None if forward is None else bool(forward["verdict"]["accepted"])
+    judged = verdict(record, trainer)
     devices = tuple(dict.fromkeys(r.get("device", record["device"]) for r in tr["rows"]))
     return TrainerSeed(record_seed(record), trainer, int(tr["rows"][-1]["it"]), median_after_first(tr["rows"], "wall_s"),
-                       last_mean(settled_rows(tr["rows"]), "return"), walks, gate, devices,
-                       runner_settings(tr) if trainer == RUNNER else (),
-                       tuple(record.get("args", {}).get("env_overrides", [])))
+                       last_mean(settled_rows(tr["rows"]), "return"), judged.walks, judged.gate, devices,
+                       runner_settings(tr) if trainer == RUNNER else (), record_overrides(record), judged.world)
+
+
+def judged_only(records: list[dict[str, Any]]) -> dict[tuple[int, str, tuple[str, ...], int], Verdict]:
+    """The verdicts of records that judged a checkpoint trained elsewhere (a trainer with judged rows
+    and no training rows: ``flat --device cpu`` on a folder holding the final checkpoint), keyed by
+    seed, trainer, env changes and the checkpoint's iteration; of two for one key, the first given."""
+    found: dict[tuple[int, str, tuple[str, ...], int], Verdict] = {}
+    for rec in records:
+        for trainer, tr in rec["trainers"].items():
+            judged = verdict(rec, trainer)
+            if not tr.get("rows") and judged.iteration is not None:
+                found.setdefault((record_seed(rec), trainer, record_overrides(rec), judged.iteration), judged)
+    return found
+
+
+def with_verdict(row: TrainerSeed, judged: Verdict | None) -> TrainerSeed:
+    """``row`` with the verdicts of a record that judged its final checkpoint apart (:func:`judged_only`)
+    where they were judged as played, or where ``row`` has none: the goal's walking line is judged as
+    Isaac Lab's play scripts run the task, a training record's own verdicts may be the training world's."""
+    if judged is None or not (judged.world == PLAY_WORLD or row.walks is None):
+        return row
+    return dataclasses.replace(row, walks=judged.walks, gate=judged.gate, judged_in=judged.world)
 
 
 def trained_setting(trainer: Mapping[str, Any], key: str) -> str:
@@ -207,9 +262,11 @@ def runner_settings(trainer: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
-    """Every trainer's row of every record, by seed, Runner first."""
+    """Every trainer's row of every record, by seed, Runner first; a row's verdicts are those of a
+    record that judged its final checkpoint apart, as played (:func:`with_verdict`)."""
+    apart = judged_only(records)
     rows = [trainer_seed(rec, name) for rec in sorted(records, key=record_seed) for name in (RUNNER, RSL_RL)]
-    return [r for r in rows if r is not None]
+    return [with_verdict(r, apart.get((r.seed, r.trainer, r.env_overrides, r.iterations))) for r in rows if r is not None]
 
 
 def seed_list(seeds: Iterable[int]) -> str:
@@ -238,12 +295,24 @@ def goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -
     return lines
 
 
+def paired_line(differences: Mapping[int, float]) -> str:
+    """Runner's return less rsl-rl-lib's, seed by seed (two or more), their mean, its standard error
+    (the differences' sample standard deviation over the square root of their count) and the paired t
+    (mean over standard error): whether the seeds tell the trainers apart."""
+    mean = statistics.mean(differences.values())
+    error = statistics.stdev(differences.values()) / math.sqrt(len(differences))
+    t = f"{mean / error:+.2f}" if error > 0 else "undefined (the same difference at every seed)"
+    each = ", ".join(f"{d:+.2f} (seed {s})" for s, d in differences.items())
+    return f"return, Runner less rsl-rl-lib by seed: {each}; mean {mean:+.2f}, standard error {error:.2f}, paired t {t}"
+
+
 def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATIONS) -> list[str]:
     """The goal's three lines over the seeds of ``rows`` (one env, one Runner setting; of a trainer's
     runs at one seed, its longest) where both trainers ran the same iterations, at least
     ``min_iterations``, each ending in ``met`` or ``not met`` (the walking line: ``neither walks``
     when neither does, ``no verdict`` when a final policy was not judged; the wall clock over the
-    seeds where both ran on one GPU model); one line saying so when no seed has both; then a line
+    seeds where both ran on one GPU model), over two or more seeds the return's :func:`paired_line` after
+    the return's; one line saying so when no seed has both; then a line
     saying the goal is not yet decided over fewer than :data:`GOAL_SEEDS` seeds, and a last line
     naming the seeds left out for fewer iterations."""
     by_seed: dict[int, dict[str, TrainerSeed]] = {}
@@ -270,6 +339,8 @@ def env_goal_lines(rows: list[TrainerSeed], min_iterations: int = GOAL_ITERATION
     ours, theirs = statistics.mean(r.end_return for r in ours_rows), statistics.mean(r.end_return for r in their_rows)
     lines.append(f"return over the last {RETURN_WINDOW} iterations (mean over {seeds}): Runner {ours:.2f} "
                  f"against rsl-rl-lib {theirs:.2f}: " + ("met" if ours >= theirs else "not met"))
+    if len(pairs) > 1:
+        lines.append(paired_line({s: run.end_return - rsl.end_return for s, (run, rsl) in pairs.items()}))
     rsl_walks = [s for s, (_, rsl) in pairs.items() if rsl.walks]
     runner_walks = [s for s, (run, _) in pairs.items() if run.walks]
     unjudged = [s for s, (run, rsl) in pairs.items() if run.walks is None or rsl.walks is None]
@@ -291,11 +362,14 @@ def format_seeds(records: list[dict[str, Any]], min_iterations: int = GOAL_ITERA
     yes_no = lambda v: "-" if v is None else ("yes" if v else "no")  # noqa: E731
     rows = seed_rows(records)
     out = [f"per seed: median s/it, the return over the last {RETURN_WINDOW} iterations, whether the final policy "
-           f"walks ({FORWARD}) and passes the walking gate, the GPU",
+           f"walks ({FORWARD}) and passes the walking gate, the GPU, where the final policy was judged (a "
+           "record that judged it apart, as played, gives the verdicts)",
            SETTLED_NOTE,
-           "| seed | trainer | iterations | s/it | return | walks | walking gate | GPU |", "|---|---|---|---|---|---|---|---|"]
+           "| seed | trainer | iterations | s/it | return | walks | walking gate | GPU | judged |",
+           "|---|---|---|---|---|---|---|---|---|"]
     out += [f"| {r.seed} | {r.name} | {r.iterations} | {r.s_per_it:.3f} | {r.end_return:.2f} | {yes_no(r.walks)} | "
-            f"{'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} | {' + '.join(r.devices)} |" for r in rows]
+            f"{'-' if r.gate is None else ('PASS' if r.gate else 'FAIL')} | {' + '.join(r.devices)} | "
+            f"{'-' if r.judged_in is None else WORLD_LABELS[r.judged_in]} |" for r in rows]
     return "\n".join(out + goal_lines(rows, min_iterations))
 
 
