@@ -113,9 +113,11 @@ def test_a_record_that_judged_the_final_checkpoint_as_played_gives_the_verdicts(
     table = format_seeds([SEED1, played])
     assert "| 1 | Runner | 4 | 0.600 | 10.00 | yes | PASS | test | as played |" in table
     assert "| 1 | rsl-rl-lib | 4 | 1.000 | 6.00 | no | FAIL | test | in the training world |" in table
-    # another checkpoint's verdict (iteration 3), another seed's or another env's does not apply
+    # another checkpoint's verdict (iteration 3), another seed's, another env's or a probe's does not apply
+    probe = judged_apart(1, RUNNER, 4, True, True, "play")
+    probe["trainers"][RUNNER]["timeout_bootstrap"] = "state_value"
     for other in (judged_apart(1, RUNNER, 3, True, True, "play"), judged_apart(0, RUNNER, 4, True, True, "play"),
-                  {**played, "args": {"env_overrides": ["env.rewards.feet_air_time.weight=3.0"]}}):
+                  {**played, "args": {"env_overrides": ["env.rewards.feet_air_time.weight=3.0"]}}, probe):
         assert seed_rows([SEED1, other])[0].walks is False
     # judged apart in the training world: fills a verdict the training record lacks, replaces none
     unjudged = record(1, {k: v for k, v in SEED1["trainers"][RUNNER].items() if k != "judged"},

@@ -227,17 +227,27 @@ def trainer_seed(record: dict[str, Any], trainer: str) -> TrainerSeed | None:
                        runner_settings(tr) if trainer == RUNNER else (), record_overrides(record), judged.world)
 
 
-def judged_only(records: list[dict[str, Any]]) -> dict[tuple[int, str, tuple[str, ...], int], Verdict]:
+JudgedKey = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...], int]
+
+
+def judged_only(records: list[dict[str, Any]]) -> dict[JudgedKey, Verdict]:
     """The verdicts of records that judged a checkpoint trained elsewhere (a trainer with judged rows
     and no training rows: ``flat --device cpu`` on a folder holding the final checkpoint), keyed by
-    seed, trainer, env changes and the checkpoint's iteration; of two for one key, the first given."""
-    found: dict[tuple[int, str, tuple[str, ...], int], Verdict] = {}
+    seed, trainer, Runner's settings, env changes and the checkpoint's iteration, as
+    :func:`verdict_key` keys a row; of two for one key, the first given."""
+    found: dict[JudgedKey, Verdict] = {}
     for rec in records:
         for trainer, tr in rec["trainers"].items():
             judged = verdict(rec, trainer)
             if not tr.get("rows") and judged.iteration is not None:
-                found.setdefault((record_seed(rec), trainer, record_overrides(rec), judged.iteration), judged)
+                settings = runner_settings(tr) if trainer == RUNNER else ()
+                found.setdefault((record_seed(rec), trainer, settings, record_overrides(rec), judged.iteration), judged)
     return found
+
+
+def verdict_key(row: TrainerSeed) -> JudgedKey:
+    """The key of :func:`judged_only` under which ``row``'s final checkpoint was judged apart."""
+    return row.seed, row.trainer, row.settings, row.env_overrides, row.iterations
 
 
 def with_verdict(row: TrainerSeed, judged: Verdict | None) -> TrainerSeed:
@@ -266,7 +276,7 @@ def seed_rows(records: list[dict[str, Any]]) -> list[TrainerSeed]:
     record that judged its final checkpoint apart, as played (:func:`with_verdict`)."""
     apart = judged_only(records)
     rows = [trainer_seed(rec, name) for rec in sorted(records, key=record_seed) for name in (RUNNER, RSL_RL)]
-    return [with_verdict(r, apart.get((r.seed, r.trainer, r.env_overrides, r.iterations))) for r in rows if r is not None]
+    return [with_verdict(r, apart.get(verdict_key(r))) for r in rows if r is not None]
 
 
 def seed_list(seeds: Iterable[int]) -> str:
