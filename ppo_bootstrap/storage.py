@@ -16,12 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
-from tensordict import TensorDict
 
 from ppo_bootstrap.env import ObsGroups, StepResult, critic_group
 from ppo_bootstrap.episode import State, done_mask
+
+if TYPE_CHECKING:
+    from tensordict import TensorDict
+
+
+def tensordict_class() -> type[TensorDict]:
+    """``tensordict.TensorDict``, imported at first use: tensordict imports ``torch._dynamo``, seconds
+    with torch's CUDA build, so importing the library leaves it for a training to run beside its env
+    build (``isaac_adapter.app``) or at the first storage built."""
+    from tensordict import TensorDict
+
+    return TensorDict
 
 
 @dataclass
@@ -91,9 +103,10 @@ class RolloutStorage:
         def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
             return torch.zeros(T, N, *shape, dtype=dtype, device=self.device)
 
-        self.data = TensorDict(
+        tensordict = tensordict_class()
+        self.data = tensordict(
             {
-                "obs": TensorDict({g: zeros(*s) for g, s in obs_shapes.items()}, batch_size=[T, N]),
+                "obs": tensordict({g: zeros(*s) for g, s in obs_shapes.items()}, batch_size=[T, N]),
                 "actions": zeros(A),
                 "action_mean": zeros(A),
                 "action_std": zeros(A),
@@ -213,7 +226,7 @@ class RolloutStorage:
             obs = {g: v[order] for g, v in obs.items()}
             state = state[:, order] if state is not None else None
         self.terminal = TerminalRows(
-            obs=TensorDict(obs, batch_size=[step.shape[0]], device=self.device),
+            obs=tensordict_class()(obs, batch_size=[step.shape[0]], device=self.device),
             step=step,
             env_id=env_id,
             critic_state=state,

@@ -7,7 +7,9 @@ checkpoint to resume, the task and simulator, the overrides and the run folder.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import shlex
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,22 @@ from isaac_adapter.tasks.registry import UsageError
 
 if TYPE_CHECKING:
     from isaac_adapter.tasks.g1_walk.config import G1WalkConfig
+
+
+def import_beside(module: str) -> threading.Thread:
+    """Import ``module`` in a thread of its own, so that it runs while this thread waits (on the env's
+    compilers, say); a later import of it waits for this one. One that fails here is left for that
+    later import to raise."""
+
+    def run() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001  (the learner's own import names it)
+            pass
+
+    thread = threading.Thread(target=run, name=f"import {module}", daemon=True)
+    thread.start()
+    return thread
 
 
 def resume_command(argv: list[str], path: Path, script: str = "examples/g1_walk.py") -> str:
@@ -171,6 +189,9 @@ def train(args: Args) -> Runner:
             check_task(task_cfg)
         except ValueError as err:
             raise UsageError(str(err)) from None
+    # tensordict imports torch._dynamo (seconds with torch's CUDA build); the learner needs it, the env
+    # build mostly waits on compilers, so the import runs beside it
+    import_beside("tensordict")
     env_start = time.perf_counter()
     env = envs.make_env(spec, sim, env_device, num_envs, seed=args.seed + rank, config=task_cfg,
                         env_overrides=sim_overrides, clip_actions=getattr(agent, "clip_actions", None))
