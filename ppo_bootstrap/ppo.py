@@ -12,7 +12,7 @@ from ppo_bootstrap import distributed
 from ppo_bootstrap.env import CRITIC, POLICY, ObsGroups, StepResult, critic_obs
 from ppo_bootstrap.episode import TIMEOUT_BOOTSTRAP_MODES, State, TimeoutBootstrap, bootstrap_values, end_step, value_targets
 from ppo_bootstrap.modules.actor_critic import ActorCritic
-from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition, tensordict_class
+from ppo_bootstrap.storage import RolloutStorage, TerminalRows, Transition
 from ppo_bootstrap.symmetry import Symmetry
 
 if TYPE_CHECKING:
@@ -497,12 +497,11 @@ class _GraphedStep:
 
 def _gather(data: TensorDict, index: torch.Tensor) -> TensorDict:
     """Rows ``index`` of every leaf of ``data`` (batch ``[B]``), with ``index_select``: no host sync."""
-    tensordict = tensordict_class()
     out = {
-        key: _gather(value, index) if isinstance(value, tensordict) else value.index_select(0, index)
+        key: _gather(value, index) if isinstance(value, type(data)) else value.index_select(0, index)
         for key, value in data.items()
     }
-    return tensordict(out, batch_size=[index.shape[0]], device=data.device)
+    return type(data)(out, batch_size=[index.shape[0]], device=data.device)
 
 
 ADVANTAGE_EPS = 1e-8

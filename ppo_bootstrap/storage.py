@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 def tensordict_class() -> type[TensorDict]:
     """``tensordict.TensorDict``, imported at first use: tensordict imports ``torch._dynamo``, seconds
-    with torch's CUDA build, so importing the library leaves it for a training to run beside its env
-    build (``isaac_adapter.app``) or at the first storage built."""
+    with torch's CUDA build, so importing the library leaves it to the first storage built, or to an
+    application that imports it beside its env build."""
     from tensordict import TensorDict
 
     return TensorDict
@@ -226,7 +226,7 @@ class RolloutStorage:
             obs = {g: v[order] for g, v in obs.items()}
             state = state[:, order] if state is not None else None
         self.terminal = TerminalRows(
-            obs=tensordict_class()(obs, batch_size=[step.shape[0]], device=self.device),
+            obs=type(self.data)(obs, batch_size=[step.shape[0]], device=self.device),
             step=step,
             env_id=env_id,
             critic_state=state,
