@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -149,6 +150,10 @@ class PPO:
         self._clip_groups = policy.parameter_groups() if cfg.clip_grad_per_network else (list(policy.parameters()),)
         self._graph: _GraphedStep | None = None
         self.storage: RolloutStorage | None = None
+        self.acting: ActorCritic = policy
+        """The policy that acts and values the rollout (:meth:`act`, :meth:`compute_returns`): ``policy``
+        itself, or after :meth:`lag_acting` a copy of it that :meth:`sync_acting` brings up to date."""
+        self._spare: tuple[RolloutStorage, _GraphedStep | None] | None = None
         self.states: tuple[State, State] = (None, None)
         self._transition: Transition | None = None
 
@@ -176,14 +181,46 @@ class PPO:
     def start_rollout(self) -> None:
         self.storage.start(self.states)
 
+    def lag_acting(self) -> None:
+        """Act with a copy of the policy and keep a second rollout storage, so that a rollout can be
+        collected while the update of the one before it trains ``policy`` (:meth:`swap_storage`).
+        Feed-forward policies only (a recurrent state would have to follow the copy)."""
+        if self.policy.is_recurrent:
+            raise ValueError("overlap_update needs a feed-forward policy (the acting copy carries no recurrent "
+                             "state): set PolicyConfig.recurrent=None or overlap_update=False")
+        if self.acting is self.policy:
+            self.acting = copy.deepcopy(self.policy)
+            self.acting.requires_grad_(False)
+        if self._spare is None:
+            data = self.storage.data
+            shapes = {g: tuple(v.shape[2:]) for g, v in data["obs"].items()}
+            T, N, A = data["actions"].shape
+            self._spare = (RolloutStorage(T, N, shapes, A, self.device), None)
+
+    @torch.no_grad()
+    def sync_acting(self) -> None:
+        """Copy ``policy``'s parameters and normalizer statistics into the acting copy, in place (a
+        recorded step keeps reading the same tensors)."""
+        if self.acting is not self.policy:
+            acting = self.acting.state_dict(keep_vars=True)
+            for name, value in self.policy.state_dict(keep_vars=True).items():
+                acting[name].copy_(value)
+
+    def swap_storage(self) -> None:
+        """Collect the next rollout into the other storage (after :meth:`lag_acting`); the one just
+        filled keeps its data, and its recorded update, for the update in flight."""
+        spare, spare_graph = self._spare
+        self._spare = (self.storage, self._graph)
+        self.storage, self._graph = spare, spare_graph
+
     @torch.no_grad()
     def act(self, obs: ObsGroups) -> torch.Tensor:
         """Sample actions ``[N, A]`` for ``obs`` and remember what the policy did for the next
         :meth:`process_env_step`."""
         actor_state, critic_state = self.states
-        dist, actor_state = self.policy.act(obs[POLICY], actor_state)
+        dist, actor_state = self.acting.act(obs[POLICY], actor_state)
         actions = dist.sample()
-        values, critic_state = self.policy.value(critic_obs(obs), critic_state)
+        values, critic_state = self.acting.value(critic_obs(obs), critic_state)
         self.states = (actor_state, critic_state)
         self._transition = Transition(
             obs, actions, dist.mean, dist.stddev, dist.log_prob(actions).sum(-1), values, critic_state
@@ -209,25 +246,29 @@ class PPO:
         """
 
         return bootstrap_values(self.cfg.timeout_bootstrap, values, terminal.step, terminal.env_id,
-                                lambda: self._critic_of_final(terminal))
-
-    def _critic_of_final(self, terminal: TerminalRows) -> torch.Tensor:
-        """``V(s_final)`` ``[K]``: one batched critic pass from the recurrent state stored before the reset."""
-        return self.policy.value(critic_obs(terminal.obs), terminal.critic_state)[0]
+                                lambda: _value_of_final(self.acting, terminal))
 
     @torch.no_grad()
-    def compute_returns(self, last_obs: ObsGroups) -> dict[str, float]:
-        """Close the rollout and fill its ``advantages`` / ``returns``; return statistics of its ends."""
+    def compute_returns(self, last_obs: ObsGroups, revalue: bool = False) -> dict[str, float]:
+        """Close the rollout and fill its ``advantages`` / ``returns``; return statistics of its ends.
+
+        ``revalue``: value the rollout again with ``policy``'s critic, the one the next update starts
+        from, instead of keeping the acting copy's values (:meth:`lag_acting`): every value of the
+        targets (stored, last and final) is then that critic's, as without the copy.
+        """
         storage = self.storage
         data = storage.data
         terminal = storage.finish()
+        critic = self.policy if revalue else self.acting
         values = data["values"]
+        if revalue and critic is not self.acting:
+            values.copy_(critic.value(critic_obs(data["obs"]).flatten(0, 1), None)[0].view_as(values))
         fell, truncated = data["terminated"], data["truncated"]
-        last_values = self.policy.value(critic_obs(last_obs), self.states[1])[0]
+        last_values = critic.value(critic_obs(last_obs), self.states[1])[0]
         advantages, returns, timeout_values = value_targets(
             self.cfg.timeout_bootstrap, data["rewards"], values, last_values, fell, truncated,
             terminal.step if terminal is not None else None, terminal.env_id if terminal is not None else None,
-            lambda: self._critic_of_final(terminal), self.cfg.gamma, self.cfg.lam,
+            lambda: _value_of_final(critic, terminal), self.cfg.gamma, self.cfg.lam,
         )
         if self.cfg.normalize_advantage and not self.cfg.normalize_advantage_per_mini_batch:
             advantages = normalize_global(advantages)
@@ -261,6 +302,12 @@ class PPO:
     # ------------------------------------------------------------------ update
     def update(self, generator: torch.Generator | None = None) -> dict[str, float]:
         """``num_learning_epochs`` x ``num_mini_batches`` gradient steps; mean losses and the final lr."""
+        return self.update_stats(self.launch_update(generator))
+
+    def launch_update(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The gradient steps of :meth:`update`, queued on the current stream without a host sync;
+        returns their losses ``[num_learning_epochs * num_mini_batches, 5]`` on the device (value,
+        surrogate, entropy, kl, symmetry per mini-batch), for :meth:`update_stats`."""
         cfg, storage = self.cfg, self.storage
         graphed = cfg.cuda_graph and self._tensor_lr and not storage.is_recurrent and not distributed.is_distributed()
         if graphed and (self._graph is None or self._graph.storage is not storage):
@@ -281,6 +328,11 @@ class PPO:
         losses = torch.stack(losses)
         if cfg.schedule == "adaptive" and cfg.adaptive_every == "update":
             self._adapt_learning_rate(losses[-cfg.num_mini_batches :, 3].mean())  # the last epoch's KL, on device
+        return losses
+
+    def update_stats(self, losses: torch.Tensor) -> dict[str, float]:
+        """Mean losses and the learning rate of a :meth:`launch_update` (reads them to the host)."""
+        cfg = self.cfg
         value, surrogate, entropy, kl, symmetry = losses.mean(0).tolist()
         stats = {
             "loss/value": value,
@@ -423,8 +475,13 @@ class PPO:
                     raise ValueError(f"optimizer {name} of parameter {index} has shape {tuple(value.shape)}, "
                                      f"the parameter {tuple(param.shape)}")
 
+    def _forget_graphs(self) -> None:
+        self._graph = None
+        if self._spare is not None:
+            self._spare = (self._spare[0], None)
+
     def load_state_dict(self, state: dict) -> None:
-        self._graph = None  # the optimizer's state tensors are replaced: recapture
+        self._forget_graphs()  # the optimizer's state tensors are replaced: recapture
         self.optimizer.load_state_dict(state["optimizer"])
         self.lr.fill_(state["learning_rate"])
         self._set_optimizer_lr()
@@ -440,11 +497,16 @@ class PPO:
         update with ``adaptive_every="update"``) while the KL stays under half its target, so it
         finds its level within about one iteration (a dozen).
         """
-        self._graph = None  # the captured step holds the old state tensors
+        self._forget_graphs()  # the captured step holds the old state tensors
         self.optimizer.state.clear()
         start = self.cfg.min_learning_rate if self.cfg.schedule == "adaptive" else self.cfg.learning_rate
         self.lr.fill_(start)
         self._set_optimizer_lr()
+
+
+def _value_of_final(critic: ActorCritic, terminal: TerminalRows) -> torch.Tensor:
+    """``V(s_final)`` ``[K]``: one batched critic pass from the recurrent state stored before the reset."""
+    return critic.value(critic_obs(terminal.obs), terminal.critic_state)[0]
 
 
 class _GraphedStep:

@@ -58,6 +58,13 @@ class RunnerConfig:
             the envs through ``env.reset_envs(env_ids)`` and count them (``episodes/non_finite_resets``).
         max_iterations: how many iterations :meth:`Runner.learn` runs when it is called without a
             number; ``None``: ``learn`` needs one.
+        overlap_update: collect each rollout while the update of the one before it trains (on CUDA
+            in a second stream, where a small batch of envs leaves the GPU idle between physics
+            kernels). Each rollout is then collected by the policy one update behind the one that
+            trains on it; its stored log-probabilities and values are that policy's, so PPO's ratio
+            and clip weigh the lag as they weigh the epochs. An iteration is logged and saved when
+            its update ends, and its checkpoint is written with the next rollout already collected
+            (a resume does not train on that rollout). Feed-forward policies, one process.
     """
 
     num_steps_per_env: int = 24
@@ -69,6 +76,7 @@ class RunnerConfig:
     console: ConsoleMode | bool = "compact"
     non_finite_obs: Literal["error", "reset"] = "error"
     max_iterations: int | None = None
+    overlap_update: bool = False
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
@@ -80,6 +88,11 @@ class RunnerConfig:
         if self.non_finite_obs not in ("error", "reset"):
             raise ValueError(f"non_finite_obs must be 'error' or 'reset', got {self.non_finite_obs!r}")
         self.console = console_mode(self.console)
+        if not isinstance(self.overlap_update, bool):
+            raise ValueError(f"overlap_update must be True or False, got {self.overlap_update!r}")
+        if self.overlap_update and self.policy.recurrent:
+            raise ValueError(f"overlap_update needs a feed-forward policy (the acting copy carries no recurrent "
+                             f"state), got policy.recurrent={self.policy.recurrent!r}: set one of them off")
         n = self.max_iterations
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
             raise ValueError(f"max_iterations must be an integer >= 0 or None, got {self.max_iterations!r}")
@@ -151,6 +164,11 @@ class Runner(RunnerCheckpoints):
         symmetry = env_symmetry(env) if self.cfg.ppo.uses_symmetry else None
         self.alg = PPO(self.policy, self.cfg.ppo, self.device, symmetry=symmetry)
         self.alg.init_storage(self.cfg.num_steps_per_env, env.num_envs, self.obs, env.num_actions)
+        if self.cfg.overlap_update:
+            if self.world_size > 1:
+                raise ValueError("overlap_update runs in one process: set overlap_update=False for a "
+                                 f"{self.world_size}-process training")
+            self.alg.lag_acting()
         self.iteration = 0
         self.total_steps = 0
         self.normalizers_warm = False  # the warm-up rollout has run (it is not counted in total_steps)
@@ -262,10 +280,13 @@ class Runner(RunnerCheckpoints):
         folder = self.cfg.log_dir if self.rank == 0 else None  # one training per run folder: a second one refuses
         with self.signals.training() as stop, run_lock.claim_run_dir(folder, self):
             stopped = False
+            self.alg.sync_acting()  # a load() since the last learn() changed the policy
             if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()
                 stopped = self._stop_requested(stop, "the normalizer warm-up")
-            for _ in range(0 if stopped else iterations):
+            if self.cfg.overlap_update:
+                self._learn_overlapped(0 if stopped else iterations, stop)
+            for _ in range(0 if stopped or self.cfg.overlap_update else iterations):
                 stop.reassert()
                 t0 = time.perf_counter()
                 stats = self._collect()
@@ -282,17 +303,76 @@ class Runner(RunnerCheckpoints):
                 stats["perf/learning_s"] = t2 - t1
                 stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
                 stats["policy/mean_action_std"] = float(self.alg.storage.data["action_std"].mean())
-                stats.update(self.episodes.recent_means())
-                self.logger.log(self.iteration, self.total_steps, stats)
-                self.last_stats = stats
-                if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
-                    self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
-                if self._stop_requested(stop, f"iteration {self.iteration}"):
+                if self._close_iteration(stats, stop):
                     break
             if self.cfg.log_dir and (self.iteration > start_iteration or self.interrupted):
                 self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
             if self.interrupted and self.rank == 0:
                 print(self.signals.resume_lines(), flush=True)
+
+    def _learn_overlapped(self, iterations: int, stop: StopOnSignal) -> None:
+        """:meth:`learn`'s iterations with each update beside the next collection
+        (``RunnerConfig.overlap_update``). Rollout ``i`` is collected while the update of rollout
+        ``i - 1`` runs, by the policy of update ``i - 2``; iteration ``i - 1`` is logged, checked and
+        saved once its update has ended. Then the critic that update ``i`` starts from values
+        rollout ``i`` again for its targets, so only the actions lag: stale values would bootstrap
+        from a critic one update old and slow the values' propagation along the horizon."""
+        alg = self.alg
+        side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        pending: dict[str, Any] | None = None  # the update in flight and its rollout's statistics
+        ended: float | None = None  # when the last iteration ended: the next one's time runs from there
+        alg.sync_acting()
+        for n in range(iterations + 1):
+            if n < iterations:
+                stop.reassert()
+                t0 = time.perf_counter()
+                stats = self._collect()
+                stats["policy/mean_action_std"] = float(alg.storage.data["action_std"].mean())
+                stats["perf/collection_s"] = time.perf_counter() - t0
+            if pending is not None:
+                if self._end_overlapped_update(pending, stop):
+                    return  # a signal: the rollout just collected is not trained on
+                ended = time.perf_counter()
+            if n == iterations:
+                return
+            stats.update(alg.compute_returns(self.obs, revalue=True))
+            alg.sync_acting()  # the next rollout acts with the policy of the update that just ended
+            if side is not None:
+                side.wait_stream(torch.cuda.current_stream(self.device))  # the targets, the acting copy
+                with torch.cuda.stream(side):
+                    losses = alg.launch_update(self.generator)
+                    alg.update_normalizers()
+                    done = torch.cuda.Event()
+                    done.record(side)
+            else:
+                losses, done = alg.launch_update(self.generator), None
+                alg.update_normalizers()
+            alg.swap_storage()
+            pending = {"losses": losses, "done": done, "stats": stats, "since": t0 if ended is None else ended}
+
+    def _end_overlapped_update(self, pending: dict[str, Any], stop: StopOnSignal) -> bool:
+        """Wait for the update in flight, then log, check and save its iteration as :meth:`learn`
+        does; returns whether a signal asked to stop."""
+        t1 = time.perf_counter()
+        if pending["done"] is not None:
+            pending["done"].synchronize()
+        update = self.alg.update_stats(pending["losses"])
+        checkpoint.check_update_finite(self.policy.state_dict(), update, self.iteration + 1, self.last_checkpoint)
+        t2 = time.perf_counter()
+        self.iteration += 1
+        stats = {**pending["stats"], **update}
+        stats["perf/learning_s"] = t2 - t1  # the update's time not hidden behind the next collection
+        stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs / (t2 - pending["since"])
+        return self._close_iteration(stats, stop)
+
+    def _close_iteration(self, stats: dict[str, float], stop: StopOnSignal) -> bool:
+        """Log the iteration just ended and save it when due; returns whether a signal asked to stop."""
+        stats.update(self.episodes.recent_means())
+        self.logger.log(self.iteration, self.total_steps, stats)
+        self.last_stats = stats
+        if self.cfg.log_dir and self.cfg.save_interval and self.iteration % self.cfg.save_interval == 0:
+            self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
+        return self._stop_requested(stop, f"iteration {self.iteration}")
 
     def _stop_requested(self, stop: StopOnSignal, after: str) -> bool:
         """Whether a signal asked any rank to stop (all ranks stop together, or the next collective would hang)."""

@@ -17,10 +17,10 @@ from scripted_env import ScriptedEnv
 TRUE_VALUE = 1.0 / (1.0 - 0.98)  # reward 1 forever, gamma 0.98: 50
 
 
-def value_run(timeout_bootstrap: str, iterations: int = 110) -> float:
+def value_run(timeout_bootstrap: str, iterations: int = 110, overlap_update: bool = False) -> float:
     env = TimeLimitEnv(num_envs=64, episode_length=100, privileged_dim=2, seed=1)
     cfg = RunnerConfig(
-        num_steps_per_env=24, console=False, seed=1,
+        num_steps_per_env=24, console=False, seed=1, overlap_update=overlap_update,
         ppo=PPOConfig(gamma=0.98, learning_rate=3e-3, schedule="fixed", timeout_bootstrap=timeout_bootstrap),
         policy=PolicyConfig(actor_hidden=(32, 32), critic_hidden=(32, 32)),
     )
