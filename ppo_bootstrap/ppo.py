@@ -186,8 +186,8 @@ class PPO:
         collected while the update of the one before it trains ``policy`` (:meth:`swap_storage`).
         Feed-forward policies only (a recurrent state would have to follow the copy)."""
         if self.policy.is_recurrent:
-            raise ValueError("overlap_update needs a feed-forward policy (the acting copy carries no recurrent "
-                             "state): set PolicyConfig.recurrent=None or overlap_update=False")
+            raise ValueError("an acting copy needs a feed-forward policy (it carries no recurrent state): "
+                             "set PolicyConfig.recurrent=None")
         if self.acting is self.policy:
             self.acting = copy.deepcopy(self.policy)
             self.acting.requires_grad_(False)

@@ -60,11 +60,12 @@ class RunnerConfig:
             number; ``None``: ``learn`` needs one.
         overlap_update: collect each rollout while the update of the one before it trains (on CUDA
             in a second stream, where a small batch of envs leaves the GPU idle between physics
-            kernels). Each rollout is then collected by the policy one update behind the one that
-            trains on it; its stored log-probabilities and values are that policy's, so PPO's ratio
-            and clip weigh the lag as they weigh the epochs. An iteration is logged and saved when
-            its update ends, and its checkpoint is written with the next rollout already collected
-            (a resume does not train on that rollout). Feed-forward policies, one process.
+            kernels). Each rollout is then acted by the policy one update behind the one that trains
+            on it; its stored log-probabilities are that policy's, so PPO's ratio and clip weigh the
+            lag as they weigh the epochs, and the critic the update starts from values the rollout
+            again for its targets. An iteration is logged and saved when its update ends, and its
+            checkpoint is written with the next rollout already collected (a resume does not train
+            on that rollout). Feed-forward policies, one process.
     """
 
     num_steps_per_env: int = 24
@@ -284,31 +285,33 @@ class Runner(RunnerCheckpoints):
             if iterations > 0 and not self.normalizers_warm and self.cfg.policy.obs_normalization:
                 self._warm_up_normalizers()
                 stopped = self._stop_requested(stop, "the normalizer warm-up")
-            if self.cfg.overlap_update:
-                self._learn_overlapped(0 if stopped else iterations, stop)
-            for _ in range(0 if stopped or self.cfg.overlap_update else iterations):
-                stop.reassert()
-                t0 = time.perf_counter()
-                stats = self._collect()
-                stats.update(self.alg.compute_returns(self.obs))
-                t1 = time.perf_counter()
-                update = self.alg.update(self.generator)
-                stats.update(update)
-                self.alg.update_normalizers()
-                checkpoint.check_update_finite(self.policy.state_dict(), update, self.iteration + 1,
-                                               self.last_checkpoint)
-                t2 = time.perf_counter()
-                self.iteration += 1
-                stats["perf/collection_s"] = t1 - t0
-                stats["perf/learning_s"] = t2 - t1
-                stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
-                stats["policy/mean_action_std"] = float(self.alg.storage.data["action_std"].mean())
-                if self._close_iteration(stats, stop):
-                    break
+            iterate = self._learn_overlapped if self.cfg.overlap_update else self._learn_in_turn
+            iterate(0 if stopped else iterations, stop)
             if self.cfg.log_dir and (self.iteration > start_iteration or self.interrupted):
                 self.save(Path(self.cfg.log_dir) / f"model_{self.iteration}.pt")
             if self.interrupted and self.rank == 0:
                 print(self.signals.resume_lines(), flush=True)
+
+    def _learn_in_turn(self, iterations: int, stop: StopOnSignal) -> None:
+        """:meth:`learn`'s iterations, each collecting a rollout and then updating on it."""
+        for _ in range(iterations):
+            stop.reassert()
+            t0 = time.perf_counter()
+            stats = self._collect()
+            stats.update(self.alg.compute_returns(self.obs))
+            t1 = time.perf_counter()
+            update = self.alg.update(self.generator)
+            stats.update(update)
+            self.alg.update_normalizers()
+            checkpoint.check_update_finite(self.policy.state_dict(), update, self.iteration + 1, self.last_checkpoint)
+            t2 = time.perf_counter()
+            self.iteration += 1
+            stats["perf/collection_s"] = t1 - t0
+            stats["perf/learning_s"] = t2 - t1
+            stats["perf/steps_per_s"] = self.cfg.num_steps_per_env * self.env.num_envs * self.world_size / (t2 - t0)
+            stats["policy/mean_action_std"] = float(self.alg.storage.data["action_std"].mean())
+            if self._close_iteration(stats, stop):
+                return
 
     def _learn_overlapped(self, iterations: int, stop: StopOnSignal) -> None:
         """:meth:`learn`'s iterations with each update beside the next collection
@@ -321,7 +324,7 @@ class Runner(RunnerCheckpoints):
         side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         pending: dict[str, Any] | None = None  # the update in flight and its rollout's statistics
         ended: float | None = None  # when the last iteration ended: the next one's time runs from there
-        alg.sync_acting()
+        alg.sync_acting()  # the normalizers' warm-up, if it ran, moved the policy's statistics
         for n in range(iterations + 1):
             if n < iterations:
                 stop.reassert()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -30,7 +31,22 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return all(torch.equal(x.cpu(), y.cpu()) for x, y in zip(a, b))
 
 
-def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg):
+@dataclass
+class Recorded:
+    """An overlapped training and what :func:`_recorded_training` saw, one entry per update or rollout:
+    the policy's parameters before and after each update and its whole state (normalizers too) as each
+    update started, the acting copy's state as each rollout started, each rollout's stored data as its
+    update read it."""
+
+    runner: Runner
+    before: list[list[torch.Tensor]]
+    after: list[list[torch.Tensor]]
+    starts: list[dict[str, torch.Tensor]]
+    acted: list[dict[str, torch.Tensor]]
+    trained: list[dict[str, torch.Tensor]]
+
+
+def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg) -> Recorded:
     """Train with overlap on, recording the parameters around each update, the acting copy's at each
     rollout, and each rollout's stored data as the update that trains on it reads it."""
     env = ScriptedEnv(3, ENDS)
@@ -61,8 +77,7 @@ def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg):
     if device == "cuda":
         torch.cuda.synchronize()
     acted = acted[len(acted) - iterations:]  # the normalizers' warm-up rollout before them trains nothing
-    runner.starts = starts  # the whole state (normalizers too) each update started from
-    return runner, before, after, acted, trained
+    return Recorded(runner, before, after, starts, acted, trained)
 
 
 def _weights(runner: Runner, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -73,7 +88,8 @@ def _weights(runner: Runner, state: dict[str, torch.Tensor]) -> list[torch.Tenso
     not torch.cuda.is_available(), reason="needs CUDA (the update in a second stream)"))])
 def test_each_rollout_is_acted_one_update_behind_and_trained_on_by_its_own_update(device) -> None:
     n = 5
-    runner, before, after, acted, trained = _recorded_training(device, n)
+    rec = _recorded_training(device, n)
+    runner, before, after, acted, trained = rec.runner, rec.before, rec.after, rec.acted, rec.trained
     assert runner.iteration == n and len(before) == len(after) == len(acted) == len(trained) == n
     theta = [before[0]] + after  # theta[j]: the policy after j updates
     for k in range(1, n + 1):  # rollout k, 1-based
@@ -93,14 +109,15 @@ def test_each_rollout_is_acted_one_update_behind_and_trained_on_by_its_own_updat
         torch.testing.assert_close(rollout["action_mean"], dist.mean, rtol=0, atol=1e-6)
         # the values of its targets: the critic update k starts from, not the acting copy's
         learner = copy.deepcopy(runner.policy)
-        learner.load_state_dict(runner.starts[k - 1])
+        learner.load_state_dict(rec.starts[k - 1])
         with torch.no_grad():
             values = learner.value(rollout["obs"], None)[0]
         torch.testing.assert_close(rollout["values"], values, rtol=0, atol=1e-5)
 
 
 def test_every_iteration_is_logged_and_saved_with_the_policy_of_its_own_update(tmp_path) -> None:
-    runner, before, after, _, _ = _recorded_training("cpu", 3, tmp_path)
+    rec = _recorded_training("cpu", 3, tmp_path)
+    runner, after = rec.runner, rec.after
     for k in (1, 2, 3):
         ckpt = torch.load(tmp_path / f"model_{k}.pt", map_location="cpu", weights_only=False)
         assert ckpt["iteration"] == k
@@ -120,8 +137,8 @@ def test_overlap_off_acts_with_the_policy_itself_and_keeps_one_storage() -> None
 
 def test_a_resume_acts_with_the_loaded_policy(tmp_path) -> None:
     """learn() brings the acting copy up to date: after load() the first rollout acts with the loaded weights."""
-    first, _, after, _, _ = _recorded_training("cpu", 2, tmp_path)
-    runner, before, _, acted, _ = _recorded_training("cpu", 0)
+    after = _recorded_training("cpu", 2, tmp_path).after
+    runner = _recorded_training("cpu", 0).runner
     runner.load(str(tmp_path / "model_2.pt"))
     alg, act = runner.alg, runner.alg.act
     seen = []
