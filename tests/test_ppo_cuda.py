@@ -7,6 +7,7 @@ import torch
 
 from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, RolloutStorage, Runner, RunnerConfig
 from ppo_bootstrap.envs import TimeLimitEnv
+from ppo_bootstrap.symmetry import SignPermutation, Symmetry
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
@@ -79,3 +80,29 @@ def test_the_epochs_orders_are_drawn_on_the_gpu_without_a_host_sync():
     torch.testing.assert_close(singles, orders, rtol=0, atol=0)
     other, _ = storage.permutations(5, 4, torch.Generator().manual_seed(1))
     assert not torch.equal(other, orders)
+
+
+def test_an_update_and_its_normalizers_queue_without_a_host_sync():
+    """What ``overlap_update`` launches in its second stream, the update and the normalizers' merge,
+    queues without a host sync: one would hold the host until the update ends, and the next rollout
+    could not be collected beside it. The losses come back when read."""
+    policy = ActorCritic(12, 15, 4, PolicyConfig(actor_hidden=(64, 64), critic_hidden=(64, 64),
+                                                 obs_normalization=True)).cuda()
+    swap = SignPermutation([1, 0, 3, 2], [1.0, 1.0, -1.0, -1.0])  # as the G1's joints: pairs, some negated
+    mirror = Symmetry({"policy": SignPermutation.concat(swap, swap, swap),
+                       "critic": SignPermutation.concat(swap, swap, swap, SignPermutation.identity(3))}, swap)
+    ppo = PPO(policy, PPOConfig(desired_kl=0.01, symmetry_augmentation=True, symmetry_loss_coef=0.5), "cuda",
+              symmetry=mirror)
+    ppo.storage = filled_storage()
+    ppo.update(torch.Generator().manual_seed(0))  # records the graph, which may synchronise once
+    count = float(policy.actor.normalizer.count)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        losses = ppo.launch_update(torch.Generator().manual_seed(1))
+        ppo.update_normalizers()
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            torch.tensor(1.0, device="cuda")  # a scalar copied from the host, for contrast
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert losses.shape == (5 * 4, 5) and bool(torch.isfinite(losses).all())
+    assert float(policy.actor.normalizer.count) == count + 2 * 24 * 512  # the rollout and its mirror image

@@ -54,7 +54,7 @@ class EmpiricalNormalization(nn.Module):
         if not self.training:
             return
         x = x.reshape(-1, *self.mean.shape).to(torch.float64)
-        n_b = torch.tensor(float(x.shape[0]), dtype=torch.float64, device=x.device)
+        n_b = x.new_full((), float(x.shape[0]))  # filled on the device: a copy from the host would wait for its stream
         mean_b = x.mean(0)
         m2_b = ((x - mean_b) ** 2).sum(0)
         moments = (n_b, mean_b, m2_b) if reduce is None else reduce(n_b, mean_b, m2_b)
