@@ -276,25 +276,9 @@ def test_model_params_on_a_device_copy_nothing_from_the_host_per_draw() -> None:
     host tensor to that device. A CUDA graph cannot record such a copy (the randomized reset inside
     ``--cuda-graph-step`` failed on one), and outside a graph each is a host synchronisation. The
     meta device stands in for CUDA."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from host_copies import HostCopies
 
     from isaac_adapter.backends.layout import ModelParams
-
-    class HostCopies(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.seen: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            target = kwargs.get("device")
-            if func in (torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default) and tensors:
-                source = tensors[-1].device
-                dest = target if target is not None else tensors[0].device
-                if source.type == "cpu" and torch.device(dest).type != "cpu":
-                    self.seen.append(str(func))
-            return func(*args, **kwargs)
 
     env = _env(**PHYSICS)
     host = ModelParams(env.backend.model, env.backend._params.layout)

@@ -7,6 +7,7 @@ from ppo_bootstrap import PPO, ActorCritic, PolicyConfig, PPOConfig, Runner, Run
 from ppo_bootstrap.storage import Transition
 from ppo_bootstrap.envs import TimeLimitEnv
 from ppo_bootstrap.modules import EmpiricalNormalization
+from host_copies import HostCopies
 
 
 def test_terminal_observations_do_not_double_observation_memory():
@@ -45,6 +46,16 @@ def test_normalizer_moments_equal_those_of_the_union():
     x = torch.randn(4, 5, dtype=torch.float64)
     expected = (x - union.mean(0)) / (union.std(0, unbiased=False) + norm.eps)
     torch.testing.assert_close(norm(x.float()), expected.float())
+
+
+def test_a_normalizer_update_copies_nothing_from_the_host():
+    """The merge of a batch stays on the normalizer's device: on a GPU a copy from the host would
+    wait for everything queued before it on its stream (``overlap_update`` merges in the stream of
+    the update, and such a copy held the host there until the update ended)."""
+    norm = EmpiricalNormalization(5).to("meta")
+    with HostCopies() as mode:
+        norm.update(torch.empty(7, 5, device="meta"))
+    assert mode.seen == [] and norm.count.device.type == "meta" and norm.count.dtype == torch.float64
 
 
 def test_normalizer_frozen_in_eval_mode():
