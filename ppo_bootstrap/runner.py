@@ -342,14 +342,10 @@ class Runner(RunnerCheckpoints):
             alg.sync_acting()  # the next rollout acts with the policy of the update that just ended
             if side is not None:
                 side.wait_stream(torch.cuda.current_stream(self.device))  # the targets, the acting copy
-                with torch.cuda.stream(side):
-                    losses = alg.launch_update(self.generator)
-                    alg.update_normalizers()
-                    done = torch.cuda.Event()
-                    done.record(side)
-            else:
-                losses, done = alg.launch_update(self.generator), None
+            with torch.cuda.stream(side):  # None (not CUDA): a no-op, the update runs in turn
+                losses = alg.launch_update(self.generator)
                 alg.update_normalizers()
+            done = None if side is None else side.record_event()
             alg.swap_storage()
             pending = {"losses": losses, "done": done, "stats": stats, "since": t0 if ended is None else ended}
 
