@@ -196,6 +196,8 @@ class PPO:
             shapes = {g: tuple(v.shape[2:]) for g, v in data["obs"].items()}
             T, N, A = data["actions"].shape
             self._spare = (RolloutStorage(T, N, shapes, A, self.device), None)
+            for storage in (self.storage, self._spare[0]):
+                storage.track_importance_weights()
 
     @torch.no_grad()
     def sync_acting(self) -> None:
@@ -252,9 +254,10 @@ class PPO:
     def compute_returns(self, last_obs: ObsGroups, revalue: bool = False) -> dict[str, float]:
         """Close the rollout and fill its ``advantages`` / ``returns``; return statistics of its ends.
 
-        ``revalue``: value the rollout again with ``policy``'s critic, the one the next update starts
-        from, instead of keeping the acting copy's values (:meth:`lag_acting`): every value of the
-        targets (stored, last and final) is then that critic's, as without the copy.
+        ``revalue``: take the rollout again with ``policy``, the one the next update starts from,
+        instead of the acting copy that collected it (:meth:`lag_acting`). Every value of the
+        targets (stored, last and final) is then ``policy``'s critic's, as without the copy, and
+        ``policy``'s actor becomes the update's proximal policy (:meth:`_to_proximal`).
         """
         storage = self.storage
         data = storage.data
@@ -263,6 +266,7 @@ class PPO:
         values = data["values"]
         if revalue and critic is not self.acting:
             values.copy_(critic.value(critic_obs(data["obs"]).flatten(0, 1), None)[0].view_as(values))
+            self._to_proximal(data)
         fell, truncated = data["terminated"], data["truncated"]
         last_values = critic.value(critic_obs(last_obs), self.states[1])[0]
         advantages, returns, timeout_values = value_targets(
@@ -280,6 +284,24 @@ class PPO:
         if booted and self.cfg.timeout_bootstrap != "none":
             stats["timeout_bootstrap/mean"] = float(self.cfg.gamma * timeout_values.mean())
         return stats
+
+    def _to_proximal(self, data: TensorDict) -> None:
+        """Make ``policy`` the proximal policy of the update of a rollout that the acting copy, one
+        update behind, collected (decoupled PPO: Hilton, Cobbe and Schulman 2021, "Batch size-invariance
+        for policy optimization").
+
+        ``action_mean``, ``action_std`` and ``log_probs`` ``[T, N(, A)]`` become ``policy``'s, and
+        ``importance_weights`` ``[T, N]`` the ratio ``pi_prox(a | o) / pi_behaviour(a | o)`` of each
+        stored action. The clip and the KL of the learning-rate schedule then measure how far this
+        update moves the policy, as without the copy, and the weight corrects the lag: measured
+        from the behaviour policy instead, the KL of the update before counts twice and drives the
+        adaptive learning rate to its floor."""
+        dist, _ = self.policy.act(data["obs"][POLICY].flatten(0, 1), None)
+        log_probs = dist.log_prob(data["actions"].flatten(0, 1)).sum(-1).view_as(data["log_probs"])
+        data["importance_weights"].copy_((log_probs - data["log_probs"]).exp())
+        data["log_probs"].copy_(log_probs)
+        data["action_mean"].copy_(dist.mean.view_as(data["action_mean"]))
+        data["action_std"].copy_(dist.stddev.view_as(data["action_std"]))
 
     def update_normalizers(self) -> None:
         """Move the observation normalizers with this rollout's observations (over every rank).
@@ -370,6 +392,7 @@ class PPO:
         policy_obs, value_obs = obs[POLICY], critic_obs(obs)
         actions, old_log_probs = batch["actions"], batch["log_probs"]
         adv, returns, old_values = batch["advantages"], batch["returns"], batch["values"]
+        weights = batch.get("importance_weights", None)  # a lagged rollout's (:meth:`_to_proximal`)
         n = policy_obs.shape[0]  # the batch's own samples come first
         if cfg.normalize_advantage_per_mini_batch:  # over this rank's mini-batch, its mirror image left out
             adv = (adv - adv.mean()) / (adv.std() + ADVANTAGE_EPS)
@@ -387,6 +410,7 @@ class PPO:
             value_obs = torch.cat([value_obs, mirrored_value])
             actions = torch.cat([actions, sym.mirror_actions(actions)])
             old_log_probs, adv, returns, old_values = (x.repeat(2) for x in (old_log_probs, adv, returns, old_values))
+            weights = None if weights is None else weights.repeat(2)
         # the weights' bfloat16 copies are made afresh each call (no autocast cache): a recorded
         # update replays the casts with the step's new weights
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=cfg.bf16_update, cache_enabled=False):
@@ -400,7 +424,8 @@ class PPO:
             kl = _gaussian_kl(batch["action_mean"], batch["action_std"], mean, std).mean()
 
         ratio = torch.exp(log_probs - old_log_probs)
-        surrogate = -torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param)).mean()
+        clipped_gain = torch.min(adv * ratio, adv * ratio.clamp(1 - cfg.clip_param, 1 + cfg.clip_param))
+        surrogate = -(clipped_gain if weights is None else weights * clipped_gain).mean()
         if cfg.use_clipped_value_loss:
             clipped = old_values + (values - old_values).clamp(-cfg.clip_param, cfg.clip_param)
             value_loss = torch.max((values - returns) ** 2, (clipped - returns) ** 2).mean()

@@ -61,9 +61,10 @@ class RunnerConfig:
         overlap_update: collect each rollout while the update of the one before it trains (on CUDA
             in a second stream, where a small batch of envs leaves the GPU idle between physics
             kernels). Each rollout is then acted by the policy one update behind the one that trains
-            on it; its stored log-probabilities are that policy's, so PPO's ratio and clip weigh the
-            lag as they weigh the epochs, and the critic the update starts from values the rollout
-            again for its targets. An iteration is logged and saved when its update ends, and its
+            on it. The policy and critic the update starts from take the rollout again: the critic
+            values it for its targets, and the actor is the update's proximal policy (decoupled
+            PPO), from which the clip and the KL schedule measure the update's step, each sample
+            weighted by its action's probability under it over that under the acting policy. An iteration is logged and saved when its update ends, and its
             checkpoint is written with the next rollout already collected (a resume does not train
             on that rollout). Feed-forward policies, one process.
     """
@@ -317,9 +318,10 @@ class Runner(RunnerCheckpoints):
         """:meth:`learn`'s iterations with each update beside the next collection
         (``RunnerConfig.overlap_update``). Rollout ``i`` is collected while the update of rollout
         ``i - 1`` runs, by the policy of update ``i - 2``; iteration ``i - 1`` is logged, checked and
-        saved once its update has ended. Then the critic that update ``i`` starts from values
-        rollout ``i`` again for its targets, so only the actions lag: stale values would bootstrap
-        from a critic one update old and slow the values' propagation along the horizon."""
+        saved once its update has ended. Then the policy that update ``i`` starts from takes rollout
+        ``i`` again (``PPO.compute_returns(revalue=True)``), so only the actions lag: stale values
+        would bootstrap from a critic one update old and slow the values' propagation along the
+        horizon, and a KL measured from the acting policy would count the update before twice."""
         alg = self.alg
         side = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         pending: dict[str, Any] | None = None  # the update in flight and its rollout's statistics

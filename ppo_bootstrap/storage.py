@@ -84,7 +84,8 @@ class RolloutStorage:
     Fields of :attr:`data` (batch ``[T, N]``): ``obs/<group>`` ``[T, N, D_g]``, ``actions``,
     ``action_mean``, ``action_std`` ``[T, N, A]``, ``log_probs``, ``values``, ``rewards`` ``[T, N]``,
     ``terminated``, ``truncated`` ``[T, N]`` bool; after :meth:`set_returns` also ``advantages`` and
-    ``returns`` ``[T, N]``.
+    ``returns`` ``[T, N]``. After :meth:`track_importance_weights` also ``importance_weights`` ``[T, N]``
+    (ones until the learner writes them), for a rollout that another policy than the update's acted.
     """
 
     def __init__(
@@ -131,6 +132,12 @@ class RolloutStorage:
         self._dense_steps: list[int] = []
         self._order_generator: torch.Generator | None = None  # draws the update's shuffles on the device
         self.terminal: TerminalRows | None = None
+
+    def track_importance_weights(self) -> None:
+        """Add the ``importance_weights`` field (ones), before any update reads this storage: an update
+        recorded as a CUDA graph reads the fields it was captured with, in place."""
+        if "importance_weights" not in self.data.keys():
+            self.data["importance_weights"] = torch.ones(self.num_steps, self.num_envs, device=self.device)
 
     def start(self, states: tuple[State, State]) -> None:
         """Begin a rollout; ``states`` are the (actor, critic) recurrent states before its first step."""

@@ -89,6 +89,9 @@ def main() -> None:
     runner.learn(args.iterations)
     print(f"rank {rank}: trained to iteration {runner.iteration}", flush=True)
     if distributed.is_distributed():
+        # every rank past its last collective before any tears the group down: a rank still talking to
+        # one that has gone aborted at exit ("terminate called without an active exception")
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 

@@ -36,7 +36,7 @@ class Recorded:
     """An overlapped training and what :func:`_recorded_training` saw, one entry per update or rollout:
     the policy's parameters before and after each update and its whole state (normalizers too) as each
     update started, the acting copy's state as each rollout started, each rollout's stored data as its
-    update read it."""
+    update read it, and each update's losses per mini-batch."""
 
     runner: Runner
     before: list[list[torch.Tensor]]
@@ -44,6 +44,7 @@ class Recorded:
     starts: list[dict[str, torch.Tensor]]
     acted: list[dict[str, torch.Tensor]]
     trained: list[dict[str, torch.Tensor]]
+    losses: list[torch.Tensor]
 
 
 def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg) -> Recorded:
@@ -54,17 +55,18 @@ def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg) -> Re
                                       save_interval=1 if tmp_path else 0, log_dir=str(tmp_path) if tmp_path else None,
                                       **cfg), device=device)
     alg = runner.alg
-    before, after, acted, trained, starts = [], [], [], [], []
+    before, after, acted, trained, starts, losses = [], [], [], [], [], []
     launch, act = alg.launch_update, alg.act
 
     def recording_launch(generator=None):
         before.append(_params(alg.policy))
         starts.append({k: v.clone() for k, v in alg.policy.state_dict().items()})
         data = alg.storage.data
-        trained.append({k: data[k].clone() for k in ("actions", "log_probs", "action_mean", "values")} |
-                       {"obs": data["obs"][POLICY].clone()})
+        trained.append({k: data[k].clone() for k in ("actions", "log_probs", "action_mean", "action_std", "values",
+                                                     "importance_weights")} | {"obs": data["obs"][POLICY].clone()})
         out = launch(generator)
         after.append(_params(alg.policy))  # queued after the update on its stream
+        losses.append(out)
         return out
 
     def recording_act(obs):
@@ -77,7 +79,7 @@ def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg) -> Re
     if device == "cuda":
         torch.cuda.synchronize()
     acted = acted[len(acted) - iterations:]  # the normalizers' warm-up rollout before them trains nothing
-    return Recorded(runner, before, after, starts, acted, trained)
+    return Recorded(runner, before, after, starts, acted, trained, losses)
 
 
 def _weights(runner: Runner, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -97,22 +99,52 @@ def test_each_rollout_is_acted_one_update_behind_and_trained_on_by_its_own_updat
         assert _same(before[k - 1], theta[k - 1])  # update k starts where update k - 1 ended
         assert not _same(theta[k], theta[k - 1])  # and moves the policy
     assert _same(_params(runner.policy), theta[n])
-    # the stored log-probabilities are the acting policy's: recomputed with a copy holding its weights
+    # what update k reads, recomputed with copies holding the acting policy's and its own starting state:
+    # the values and the action distribution (the proximal policy) are the starting policy's, and each
+    # sample's weight is its action's probability under that policy over the acting policy's
     for k in range(1, n + 1):
-        behaviour = copy.deepcopy(runner.policy)
+        behaviour, learner = copy.deepcopy(runner.policy), copy.deepcopy(runner.policy)
         behaviour.load_state_dict(acted[k - 1])
-        with torch.no_grad():
-            rollout = trained[k - 1]
-            dist, _ = behaviour.act(rollout["obs"], None)
-            expected = dist.log_prob(rollout["actions"]).sum(-1)
-        torch.testing.assert_close(rollout["log_probs"], expected, rtol=0, atol=1e-5)
-        torch.testing.assert_close(rollout["action_mean"], dist.mean, rtol=0, atol=1e-6)
-        # the values of its targets: the critic update k starts from, not the acting copy's
-        learner = copy.deepcopy(runner.policy)
         learner.load_state_dict(rec.starts[k - 1])
+        rollout = trained[k - 1]
         with torch.no_grad():
+            acting_log_probs = behaviour.act(rollout["obs"], None)[0].log_prob(rollout["actions"]).sum(-1)
+            dist, _ = learner.act(rollout["obs"], None)
             values = learner.value(rollout["obs"], None)[0]
+        torch.testing.assert_close(rollout["log_probs"], dist.log_prob(rollout["actions"]).sum(-1), rtol=0, atol=1e-5)
+        torch.testing.assert_close(rollout["action_mean"], dist.mean, rtol=0, atol=1e-6)
+        torch.testing.assert_close(rollout["action_std"], dist.stddev, rtol=0, atol=1e-6)
+        torch.testing.assert_close(rollout["importance_weights"].double().log(),
+                                   (rollout["log_probs"] - acting_log_probs).double(), rtol=0, atol=1e-5)
         torch.testing.assert_close(rollout["values"], values, rtol=0, atol=1e-5)
+    assert not torch.allclose(trained[-1]["importance_weights"], torch.ones(())), "the lag moved no probability"
+
+
+def test_each_update_measures_its_kl_from_the_policy_it_starts_from() -> None:
+    """The adaptive learning rate sees the step of one update, as without the overlap: the KL of each
+    update's first mini-batch, taken before its first gradient step, is zero, whereas the acting
+    policy, one update behind, is measurably apart (the KL that the schedule saw before the proximal
+    policy, and that drove the learning rate to its floor)."""
+    n = 4
+    rec = _recorded_training("cpu", n, ppo=PPOConfig(num_mini_batches=2, num_learning_epochs=2))
+    for k in range(1, n + 1):
+        first_kl = float(rec.losses[k - 1][0, 3])  # [mini-batch, (value, surrogate, entropy, kl, symmetry)]
+        assert abs(first_kl) < 1e-9, f"update {k}: its first mini-batch's KL is {first_kl}, not from its own start"
+        assert float(rec.losses[k - 1][-1, 3]) > 0  # and its later mini-batches see its own steps
+        if k >= 2:  # update 1 starts from the policy that acted
+            rollout = rec.trained[k - 1]
+            learner, behaviour = copy.deepcopy(rec.runner.policy), copy.deepcopy(rec.runner.policy)
+            learner.load_state_dict(rec.starts[k - 1])
+            behaviour.load_state_dict(rec.acted[k - 1])
+            with torch.no_grad():
+                start, acting = learner.act(rollout["obs"], None)[0], behaviour.act(rollout["obs"], None)[0]
+            assert _kl(acting.mean, acting.stddev, start.mean, start.stddev) > 1e-4, "the check is vacuous"
+
+
+def _kl(mu0: torch.Tensor, std0: torch.Tensor, mu1: torch.Tensor, std1: torch.Tensor) -> float:
+    """Mean ``KL(N(mu0, std0) || N(mu1, std1))`` over samples, summed over the action dim, in float64."""
+    mu0, std0, mu1, std1 = (x.double() for x in (mu0, std0, mu1, std1))
+    return float(((std1 / std0).log() + (std0**2 + (mu0 - mu1) ** 2) / (2 * std1**2) - 0.5).sum(-1).mean())
 
 
 def test_every_iteration_is_logged_and_saved_with_the_policy_of_its_own_update(tmp_path) -> None:

@@ -126,11 +126,17 @@ def reference_terms(policy64: ActorCritic, obs_p, obs_c, actions, old_log_probs,
     return surrogate, value, entropy, mu
 
 
-@pytest.mark.parametrize(("augment", "coef"), [(True, 0.0), (False, 0.7), (True, 0.7)])
-def test_loss_is_the_mean_over_batch_and_mirror_plus_the_mirror_loss(augment: bool, coef: float) -> None:
+@pytest.mark.parametrize(("augment", "coef", "weighted"),
+                         [(True, 0.0, False), (False, 0.7, False), (True, 0.7, False), (True, 0.7, True)])
+def test_loss_is_the_mean_over_batch_and_mirror_plus_the_mirror_loss(augment: bool, coef: float,
+                                                                      weighted: bool) -> None:
+    """``weighted``: a lagged rollout's batch (decoupled PPO), whose clipped surrogate of each sample is
+    multiplied by its importance weight, the mirrored sample's by its original's."""
     cfg = PPOConfig(symmetry_augmentation=augment, symmetry_loss_coef=coef, entropy_coef=0.01, value_loss_coef=0.8)
     policy = toy_policy()
     batch = toy_batch(policy)
+    if weighted:
+        batch["importance_weights"] = (0.5 * torch.randn(B, generator=torch.Generator().manual_seed(3))).exp()
     ppo = PPO(policy, cfg, symmetry=TOY)
     loss, terms = ppo.loss(batch)
     grads = torch.autograd.grad(loss, list(policy.parameters()))
@@ -142,6 +148,8 @@ def test_loss_is_the_mean_over_batch_and_mirror_plus_the_mirror_loss(augment: bo
     surr, value, entropy, mu = reference_terms(p64, o, c, d["actions"], *common)
     mo, mc, ma = by_hand(o, P_INDEX, P_SIGN), by_hand(c, C_INDEX, C_SIGN), by_hand(d["actions"], A_INDEX, A_SIGN)
     m_surr, m_value, m_entropy, m_mu = reference_terms(p64, mo, mc, ma, *common)
+    if weighted:
+        surr, m_surr = surr * d["importance_weights"], m_surr * d["importance_weights"]
     if augment:  # the mean over 2B samples: the batch's and its mirror image's, which keep old log-probs and targets
         surr, value, entropy = ((x.mean() + y.mean()) / 2 for x, y in ((surr, m_surr), (value, m_value), (entropy, m_entropy)))
     else:
