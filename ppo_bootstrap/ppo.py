@@ -198,6 +198,7 @@ class PPO:
             self._spare = (RolloutStorage(T, N, shapes, A, self.device), None)
             for storage in (self.storage, self._spare[0]):
                 storage.track_importance_weights()
+            self._forget_graphs()  # an update recorded before gathers no weights: recapture
 
     @torch.no_grad()
     def sync_acting(self) -> None:
