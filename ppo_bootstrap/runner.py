@@ -64,9 +64,10 @@ class RunnerConfig:
             on it. The policy and critic the update starts from take the rollout again: the critic
             values it for its targets, and the actor is the update's proximal policy (decoupled
             PPO), from which the clip and the KL schedule measure the update's step, each sample
-            weighted by its action's probability under it over that under the acting policy. An iteration is logged and saved when its update ends, and its
-            checkpoint is written with the next rollout already collected (a resume does not train
-            on that rollout). Feed-forward policies, one process.
+            weighted by its action's probability under it over that under the acting policy. An
+            iteration is logged and saved when its update ends, and its checkpoint is written with
+            the next rollout already collected (a resume does not train on that rollout).
+            Feed-forward policies, one process.
     """
 
     num_steps_per_env: int = 24
