@@ -215,3 +215,14 @@ def test_a_stop_after_an_iteration_saves_it_and_trains_no_further(tmp_path) -> N
     assert [p.name for p in tmp_path.glob("model_*.pt")] == ["model_2.pt"]
     ckpt = torch.load(tmp_path / "model_2.pt", map_location="cpu", weights_only=False)
     assert all(torch.equal(ckpt["policy"][k], v) for k, v in runner.policy.state_dict().items())
+
+
+def test_an_update_recorded_before_the_lag_is_recorded_again() -> None:
+    """A recorded update (a CUDA graph) gathers the storage fields it was captured with: the acting copy
+    adds the importance weights, so an update recorded before it must not replay without them."""
+    runner = Runner(ScriptedEnv(3, ENDS), RunnerConfig(num_steps_per_env=4, console="off", save_interval=0))
+    alg = runner.alg
+    alg._graph = object()  # stands for a step captured on the storage as it was
+    alg.lag_acting()
+    assert alg._graph is None
+    assert all("importance_weights" in s.data.keys() for s in (alg.storage, alg._spare[0]))
