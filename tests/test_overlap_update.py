@@ -82,6 +82,19 @@ def _recorded_training(device: str, iterations: int, tmp_path=None, **cfg) -> Re
     return Recorded(runner, before, after, starts, acted, trained, losses)
 
 
+def _acting_and_starting(rec: Recorded, k: int):
+    """The action distributions of rollout ``k`` (1-based) under the policy that acted it and the one
+    its update started from, recomputed with copies of the policy holding their recorded states."""
+    rollout = rec.trained[k - 1]
+    dists = []
+    for state in (rec.acted[k - 1], rec.starts[k - 1]):
+        policy = copy.deepcopy(rec.runner.policy)
+        policy.load_state_dict(state)
+        with torch.no_grad():
+            dists.append(policy.act(rollout["obs"], None)[0])
+    return tuple(dists)
+
+
 def _weights(runner: Runner, state: dict[str, torch.Tensor]) -> list[torch.Tensor]:
     return [state[name] for name, _ in runner.policy.named_parameters()]
 
@@ -103,13 +116,12 @@ def test_each_rollout_is_acted_one_update_behind_and_trained_on_by_its_own_updat
     # the values and the action distribution (the proximal policy) are the starting policy's, and each
     # sample's weight is its action's probability under that policy over the acting policy's
     for k in range(1, n + 1):
-        behaviour, learner = copy.deepcopy(runner.policy), copy.deepcopy(runner.policy)
-        behaviour.load_state_dict(acted[k - 1])
-        learner.load_state_dict(rec.starts[k - 1])
         rollout = trained[k - 1]
+        acting, dist = _acting_and_starting(rec, k)
+        acting_log_probs = acting.log_prob(rollout["actions"]).sum(-1)
+        learner = copy.deepcopy(runner.policy)
+        learner.load_state_dict(rec.starts[k - 1])
         with torch.no_grad():
-            acting_log_probs = behaviour.act(rollout["obs"], None)[0].log_prob(rollout["actions"]).sum(-1)
-            dist, _ = learner.act(rollout["obs"], None)
             values = learner.value(rollout["obs"], None)[0]
         torch.testing.assert_close(rollout["log_probs"], dist.log_prob(rollout["actions"]).sum(-1), rtol=0, atol=1e-5)
         torch.testing.assert_close(rollout["action_mean"], dist.mean, rtol=0, atol=1e-6)
@@ -132,12 +144,7 @@ def test_each_update_measures_its_kl_from_the_policy_it_starts_from() -> None:
         assert abs(first_kl) < 1e-9, f"update {k}: its first mini-batch's KL is {first_kl}, not from its own start"
         assert float(rec.losses[k - 1][-1, 3]) > 0  # and its later mini-batches see its own steps
         if k >= 2:  # update 1 starts from the policy that acted
-            rollout = rec.trained[k - 1]
-            learner, behaviour = copy.deepcopy(rec.runner.policy), copy.deepcopy(rec.runner.policy)
-            learner.load_state_dict(rec.starts[k - 1])
-            behaviour.load_state_dict(rec.acted[k - 1])
-            with torch.no_grad():
-                start, acting = learner.act(rollout["obs"], None)[0], behaviour.act(rollout["obs"], None)[0]
+            acting, start = _acting_and_starting(rec, k)
             assert _kl(acting.mean, acting.stddev, start.mean, start.stddev) > 1e-4, "the check is vacuous"
 
 
