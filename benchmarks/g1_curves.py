@@ -52,21 +52,23 @@ def main() -> None:
     runs = {label: read_metrics(d) for label, d in labelled(args.run).items()}
     evals = {label: acceptance_rows(p) for label, p in labelled(args.acceptance).items()}
 
-    print("training statistics (mean over the episodes that ended in the iteration); s/it: median"
-          " iteration time since the previous row; boot: mean gamma * V(s_final) added at timeouts")
+    print("training statistics (mean over the episodes that ended in the iteration); s/it, lr, kl: medians"
+          " since the previous row; boot: mean gamma * V(s_final) added at timeouts")
     print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'train s':>7}  {'s/it':>5}  {'return':>7}  "
-          f"{'length':>8}  {'falls/it':>8}  {'timeouts/it':>11}  {'boot':>5}")
+          f"{'length':>8}  {'falls/it':>8}  {'timeouts/it':>11}  {'boot':>5}  {'lr':>8}  {'kl':>6}")
     for label, rows in runs.items():
-        since = []
+        block = []
         for r in rows:
-            since.append(r["perf/collection_s"] + r["perf/learning_s"])
+            block.append(r)
             if r["iteration"] % args.every == 0 or r is rows[-1]:
+                s_it = statistics.median(b["perf/collection_s"] + b["perf/learning_s"] for b in block)
+                lr, kl = (statistics.median(b[k] for b in block) for k in ("policy/learning_rate", "policy/kl"))
                 print(f"{label:>22}  {r['iteration']:>9}  {r['total_steps']:>11}  {r['train_s']:>7.0f}  "
-                      f"{statistics.median(since):>5.2f}  {r.get('episodes/mean_return', math.nan):>7.2f}  "
+                      f"{s_it:>5.2f}  {r.get('episodes/mean_return', math.nan):>7.2f}  "
                       f"{r.get('episodes/mean_length', math.nan):>8.0f}  "
                       f"{r['episodes/terminated']:>8.0f}  {r['episodes/truncated_only']:>11.0f}  "
-                      f"{r['timeout_bootstrap/mean']:>5.2f}")
-                since = []
+                      f"{r['timeout_bootstrap/mean']:>5.2f}  {lr:>8.2e}  {kl:>6.4f}")
+                block = []
     if evals:
         print("evaluated checkpoints (fixed command, 15 s): gait means of the envs commanded to walk")
         print(f"{'run':>22}  {'iteration':>9}  {'env steps':>11}  {'train s':>7}  {'fall':>6}  {'air s':>6}  {'steps Hz':>8}  "
