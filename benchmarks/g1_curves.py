@@ -62,7 +62,7 @@ def main() -> None:
             block.append(r)
             if r["iteration"] % args.every == 0 or r is rows[-1]:
                 s_it = statistics.median(b["perf/collection_s"] + b["perf/learning_s"] for b in block)
-                lr, kl = (statistics.median(b[k] for b in block) for k in ("policy/learning_rate", "policy/kl"))
+                lr, kl = (statistics.median(b.get(k, math.nan) for b in block) for k in ("policy/learning_rate", "policy/kl"))
                 print(f"{label:>22}  {r['iteration']:>9}  {r['total_steps']:>11}  {r['train_s']:>7.0f}  "
                       f"{s_it:>5.2f}  {r.get('episodes/mean_return', math.nan):>7.2f}  "
                       f"{r.get('episodes/mean_length', math.nan):>8.0f}  "
